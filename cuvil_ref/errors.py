@@ -1,0 +1,75 @@
+"""Every error Cuvil raises on purpose.
+
+Each error names what it is about (the op, the node and its source line, the pass, the target, the
+file) and, where one exists, what would work instead. Callers catch :class:`CuvilError`.
+"""
+
+from __future__ import annotations
+
+
+class CuvilError(Exception):
+    """Base class of all Cuvil errors."""
+
+
+class IRError(CuvilError):
+    """A malformed IR object (bad type, bad attribute, unknown value)."""
+
+
+class VerificationError(IRError):
+    """The verifier found a broken invariant; the message names the node and its source line."""
+
+
+class ShapeError(IRError):
+    """Shape or dtype inference rejected an op's inputs or attributes."""
+
+
+class UnknownOpError(IRError):
+    """An op name that the registry does not know."""
+
+
+class ParseError(IRError):
+    """The textual IR could not be parsed; the message gives line and column."""
+
+
+class InterpretError(CuvilError):
+    """An op failed while the reference interpreter executed it."""
+
+
+class InputError(CuvilError):
+    """Inputs given to a compiled module or the interpreter do not match its signature."""
+
+
+class CaptureError(CuvilError):
+    """A PyTorch model could not be captured (training mode, control flow, unsupported op...)."""
+
+
+class UnsupportedOpError(CaptureError):
+    """A torch op or module with no Cuvil mapping."""
+
+
+class PassError(CuvilError):
+    """An optimization pass failed or broke the IR; the message names the pass."""
+
+
+class TargetError(CuvilError):
+    """An unknown, unavailable or misconfigured target."""
+
+
+class ArtifactError(CuvilError):
+    """Base class for .cuvilir artifact problems."""
+
+
+class ArtifactFormatError(ArtifactError):
+    """A malformed or truncated artifact."""
+
+
+class ArtifactIntegrityError(ArtifactError):
+    """An artifact whose digests or signature do not match its content."""
+
+
+class ArtifactVersionError(ArtifactError):
+    """An artifact written in an incompatible format version."""
+
+
+class QuantizationError(CuvilError):
+    """Quantization could not proceed (bad calibration data, impossible ranges...)."""

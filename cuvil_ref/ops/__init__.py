@@ -1,0 +1,21 @@
+"""The op set. Importing this package registers every op in ``REGISTRY``.
+
+Each module below declares one family of ops; see ``docs/ops.md`` (generated from the registry).
+"""
+
+from __future__ import annotations
+
+from cuvil_ref.ops import (  # noqa: F401  (imported to register their ops)
+    activations,
+    conv,
+    elementwise,
+    indexing,
+    linalg,
+    normalization,
+    pooling,
+    reductions,
+    shape_ops,
+)
+from cuvil_ref.ops.registry import REGISTRY, REQUIRED, Attr, OpDef, OpRegistry, get_op, register
+
+__all__ = ["REGISTRY", "REQUIRED", "Attr", "OpDef", "OpRegistry", "get_op", "register"]
