@@ -1,0 +1,121 @@
+"""``cuvil-conformance run --target T``: run the suite with a progress bar and write reports.
+
+Exit status: 0 when nothing failed or errored and every requested op has cases; 1 otherwise;
+2 for usage errors (unknown target, unknown op).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from cuvil_conformance import report as reports
+from cuvil_conformance.runner import CaseResult, run_suite
+from cuvil_ref.errors import CuvilError
+from cuvil_ref.ops import REGISTRY
+
+
+@click.group()
+@click.version_option(package_name="cuvil-conformance")
+def main() -> None:
+    """Cuvil conformance suite: checks a kernel pack against the reference interpreter."""
+
+
+@main.command()
+@click.option("--target", "-t", required=True, help="target name, alias or JSON spec file")
+@click.option("--ops", default=None, help="comma-separated op names (default: every op)")
+@click.option("--quick", is_flag=True, help="a small subset of cases per op")
+@click.option("--models/--no-models", default=False, help="also run zoo model cases")
+@click.option("--report-json", type=click.Path(dir_okay=False), default=None)
+@click.option("--report-md", type=click.Path(dir_okay=False), default=None)
+@click.option("--junit", type=click.Path(dir_okay=False), default=None)
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None)
+@click.option("--show", type=click.Choice(["failures", "all", "none"]), default="failures")
+def run(
+    target: str,
+    ops: str | None,
+    quick: bool,
+    models: bool,
+    report_json: str | None,
+    report_md: str | None,
+    junit: str | None,
+    html_path: str | None,
+    show: str,
+) -> None:
+    """Run the suite for TARGET."""
+    console = Console(stderr=True)
+    op_list = [o.strip() for o in ops.split(",") if o.strip()] if ops else None
+    for op in op_list or []:
+        if op not in REGISTRY:
+            console.print(f"[red]error:[/] unknown op '{op}' (see docs/ops.md)")
+            sys.exit(2)
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[case]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
+    with progress:
+        task = progress.add_task(f"conformance[{target}]", total=None, case="")
+
+        def on_case(r: CaseResult, i: int, total: int) -> None:
+            progress.update(task, completed=i, total=total, case=r.id[:50])
+
+        try:
+            report = run_suite(target, op_list, quick=quick, models=models, on_case=on_case)
+        except CuvilError as exc:
+            console.print(f"[red]error:[/] {exc}")
+            sys.exit(2)
+    s = report.summary()
+    t = report.target
+    if not t.get("available", True):
+        console.print(f"[yellow]target '{t['target']}' is unavailable:[/] {t.get('reason')}")
+    table = Table(title=f"cuvil-conformance: {t['target']} ({t.get('device') or 'n/a'})")
+    for col in ("passed", "failed", "errors", "unsupported", "skipped", "total", "coverage"):
+        table.add_column(col, justify="right")
+    table.add_row(
+        *(str(s[c]) for c in ("passed", "failed", "errors", "unsupported", "skipped", "total")),
+        f"{s['coverage']:.1%}",
+    )
+    out = Console()
+    out.print(table)
+    if report.uncovered:
+        out.print(f"[red]ops without cases:[/] {', '.join(report.uncovered)}")
+    for r in report.results:
+        if show == "all" or (show == "failures" and r.status in ("failed", "error")):
+            out.print(f"{r.status.upper():<11} {r.id}: {r.reason}", markup=False)
+    if report_json:
+        reports.write_json(report, report_json)
+    if report_md:
+        reports.write_markdown(report, report_md)
+    if junit:
+        reports.write_junit(report, junit)
+    if html_path:
+        reports.write_html(report, html_path)
+    sys.exit(0 if report.ok else 1)
+
+
+@main.command("list")
+@click.option("--ops", default=None, help="comma-separated op names")
+@click.option("--quick", is_flag=True)
+def list_cases(ops: str | None, quick: bool) -> None:
+    """List case ids (stable across runs and machines)."""
+    from cuvil_conformance.generators import generate_cases
+
+    cases, missing = generate_cases(ops.split(",") if ops else None, quick=quick)
+    for c in cases:
+        click.echo(c.id)
+    if missing:
+        click.echo(f"# ops without cases: {', '.join(missing)}", err=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

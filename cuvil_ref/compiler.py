@@ -1,0 +1,117 @@
+"""The target-independent compile pipeline for an IR module.
+
+``compile_module``: quantize (optional) -> optimize (passes by opt_level and target preferences)
+-> plan memory -> partition by target capability -> lower each partition through its pack.
+``cuvil_ref.torch.compile`` captures a torch model and calls this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from cuvil_ref.errors import TargetError
+from cuvil_ref.ir.graph import Module
+from cuvil_ref.plugin.host import get_host
+from cuvil_ref.plugin.partition import REF, partition_graph
+from cuvil_ref.plugin.target_spec import TargetSpec
+from cuvil_ref.plugin.types import TargetPreferences
+from cuvil_ref.program import CompiledProgram, LoweredPartition, Timer
+
+QUANTIZE_MODES = (None, "int8", "fp16", "bf16", "mixed")
+
+
+def compile_module(
+    module: Module,
+    target: str | Mapping[str, Any] | TargetSpec = "ref",
+    *,
+    quantize: str | None = None,
+    opt_level: int = 2,
+    enable_fusion: bool = True,
+    enable_layout_opt: bool = True,
+    options: Mapping[str, Any] | None = None,
+    calibration_data: Iterable[Any] | None = None,
+    fallback: str = "allow",
+    quant_options: Mapping[str, Any] | None = None,
+) -> CompiledProgram:
+    """Compile ``module`` for ``target``; see ``cuvil_ref.torch.compile`` for the options."""
+    host = get_host()
+    spec = host.resolve(_merge_options(target, options))
+    avail = host.availability(spec)
+    if not avail.available:
+        raise TargetError(f"target '{spec.name}' is not available on this machine: {avail.reason}")
+    if quantize not in QUANTIZE_MODES:
+        raise TargetError(f"quantize must be one of {list(QUANTIZE_MODES)}, got {quantize!r}")
+    if not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
+        raise TargetError(f"opt_level must be an int in 0..3, got {opt_level!r}")
+    prefs = host.call("cuvil_preferences", spec, target=spec) or TargetPreferences()
+    if prefs.requires_quantize and quantize != prefs.requires_quantize:
+        raise TargetError(
+            f"target '{spec.name}' runs only {prefs.requires_quantize} graphs; pass "
+            f"quantize='{prefs.requires_quantize}' (with calibration_data=...)"
+        )
+    report: dict[str, Any] = {"opt_level": opt_level, "quantize": quantize}
+    timings: list[dict[str, Any]] = []
+
+    if quantize is not None:
+        from cuvil_ref.quant import quantize_module
+
+        with Timer() as t:
+            module, qreport = quantize_module(
+                module, quantize, calibration_data=calibration_data, **dict(quant_options or {})
+            )
+        timings.append({"pass": f"quantize[{quantize}]", "seconds": t.seconds, "changed": True})
+        report["quantization"] = qreport
+    else:
+        report["quantization"] = None
+
+    from cuvil_ref.passes import optimize, plan_memory
+
+    module, pass_timings = optimize(
+        module,
+        opt_level=opt_level,
+        enable_fusion=enable_fusion,
+        enable_layout_opt=enable_layout_opt,
+        preferences=prefs,
+    )
+    timings.extend(pass_timings)
+    report["passes"] = timings
+    memory = plan_memory(module.graph)
+    report["memory"] = memory.report()
+
+    plan = partition_graph(module.graph, spec, host, fallback=fallback)
+    lowered = []
+    lower_options = dict(spec.options)
+    lower_options["opt_level"] = opt_level
+    lower_options["memory_plan"] = memory
+    for part in plan.partitions:
+        part_spec = spec if part.target == spec.name else host.resolve(REF)
+        exe = host.call(
+            "cuvil_lower_partition",
+            part_spec,
+            target=part_spec,
+            graph=part.graph,
+            options=lower_options,
+        )
+        if exe is None:
+            raise TargetError(f"pack for target '{part.target}' returned no executable")
+        lowered.append(LoweredPartition(part, exe))
+    return CompiledProgram(module, spec, plan, lowered, report)
+
+
+def _merge_options(
+    target: str | Mapping[str, Any] | TargetSpec, options: Mapping[str, Any] | None
+) -> Any:
+    if not options:
+        return target
+    from cuvil_ref.plugin.target_spec import parse_target_spec
+
+    spec = parse_target_spec(target)
+    merged = dict(spec.options)
+    merged.update(options)
+    return {
+        "target": spec.name,
+        **({"arch": spec.arch} if spec.arch else {}),
+        "features": list(spec.features),
+        "options": merged,
+    }

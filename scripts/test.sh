@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Run every test of all five distributions (each distribution's suite in its own pytest run).
+# Extra arguments go to every pytest run, e.g. `bash scripts/test.sh -x -q`.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+status=0
+run() {
+    echo "=== $1"
+    shift
+    "$PY" -m pytest "$@" || status=1
+}
+echo "=== lint (ruff)"
+"$PY" -m ruff check . || status=1
+run "cuvil-ref" tests -q "$@"
+run "cuvil-conformance" conformance/tests -q "$@"
+run "cuvil-kernels-npu-sim" kernelpacks/npu_sim/tests -q "$@"
+NUMBA_ENABLE_CUDASIM=1 run "cuvil-kernels-cuda" kernelpacks/cuda/tests -q "$@"
+run "cuvil-kernels-hip" kernelpacks/hip/tests -q "$@"
+exit $status
