@@ -115,10 +115,10 @@ class TensorType:
 
     def __str__(self) -> str:
         text = f"{self.dtype.value}[{format_shape(self.shape)}]"
-        if self.layout:
-            text += f"@{self.layout}"
         if self.quant is not None:
             text += str(self.quant)
+        if self.layout:
+            text += f"@{self.layout}"
         return text
 
 

@@ -62,3 +62,7 @@ def verify(program: Module | Graph) -> None:
     for v in graph.outputs:
         if v.name not in defined:
             raise VerificationError(f"graph output %{v.name} is never defined")
+        if defined[v.name] != v.type:
+            raise VerificationError(
+                f"graph output %{v.name} is typed {v.type} but defined as {defined[v.name]}"
+            )

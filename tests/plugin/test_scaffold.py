@@ -1,0 +1,78 @@
+"""`cuvil pack new` scaffolds a pack that installs from its own directory, is discovered through
+its entry point, and passes conformance for the op it claims; a broken pack beside it does not
+break the others."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cuvil_ref.errors import CuvilError
+from cuvil_ref.plugin.scaffold import scaffold_pack
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def test_bad_names(tmp_path: Path) -> None:
+    with pytest.raises(CuvilError, match="must start with a lowercase letter"):
+        scaffold_pack("9lives", tmp_path)
+    scaffold_pack("okpack", tmp_path)
+    with pytest.raises(CuvilError, match="already exists"):
+        scaffold_pack("okpack", tmp_path)
+
+
+def test_scaffolded_pack_installs_and_passes_conformance(tmp_path: Path) -> None:
+    root = scaffold_pack("acme-npu", tmp_path)
+    site = tmp_path / "site"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(REPO), str(REPO / "conformance/src")])
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+           "--no-build-isolation", "--target", str(site), str(root)]
+    done = _run(pip, env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    # a broken pack, installed the same way, must not break the others
+    broken = tmp_path / "broken"
+    (broken / "src/cuvil_pack_broken").mkdir(parents=True)
+    (broken / "src/cuvil_pack_broken/__init__.py").write_text("")
+    (broken / "src/cuvil_pack_broken/plugin.py").write_text("raise ImportError('no driver')\n")
+    (broken / "pyproject.toml").write_text(textwrap.dedent("""\
+        [build-system]
+        requires = ["setuptools>=68"]
+        build-backend = "setuptools.build_meta"
+        [project]
+        name = "cuvil-kernels-broken"
+        version = "0.0.1"
+        [project.entry-points."cuvil.kernelpacks"]
+        broken = "cuvil_pack_broken.plugin"
+        [tool.setuptools.packages.find]
+        where = ["src"]
+        """))
+    assert _run(pip[:-1] + [str(broken)], env, tmp_path).returncode == 0
+    code = textwrap.dedent("""\
+        import json, cuvil_ref
+        from cuvil_conformance import run_suite
+        rows = cuvil_ref.targets()
+        rep = run_suite("acme-npu", ["relu", "exp"])
+        print(json.dumps({"rows": rows, "summary": rep.summary(),
+                          "status": {r.op: r.status for r in rep.results}}))
+        """)
+    done = _run([sys.executable, "-c", code], env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout.strip().splitlines()[-1])
+    rows = {(r["pack"], r["target"]): r for r in data["rows"]}
+    assert rows[("acme-npu", "acme-npu")]["available"] is True
+    assert rows[("acme-npu", "acme-npu")]["version"] == "0.1.0"
+    assert "no driver" in rows[("broken", None)]["error"]
+    assert ("ref", "ref") in rows
+    assert data["summary"]["passed"] > 0 and data["summary"]["failed"] == 0
+    assert data["status"]["exp"] == "unsupported"
