@@ -1,0 +1,581 @@
+"""Reads the textual IR written by :mod:`cuvil_ref.ir.printer` back into a :class:`Module`.
+
+A hand-written lexer and recursive-descent parser; the grammar (EBNF) is in ``docs/ir.md``. Every
+error is a :class:`ParseError` saying ``<source>:line:column``, what was expected and what was
+found, with the offending line and a caret. Constants printed as ``dense_resource<name>`` are taken
+from ``constants={name: array}`` and checked against the sha256 recorded in the text. The parsed
+module is then verified; a verifier error is reported with the line of the failing node.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cuvil_ref.errors import ParseError, UnknownOpError, VerificationError
+from cuvil_ref.ir.dtypes import DType
+from cuvil_ref.ir.frozen import FrozenDict
+from cuvil_ref.ir.graph import Graph, Module, Node, Provenance, Value, constant_type
+from cuvil_ref.ir.printer import array_sha256, decode_elements, float_from_bits
+from cuvil_ref.ir.types import QuantParams, TensorType
+
+
+def parse_module(
+    text: str,
+    constants: Mapping[str, Any] | None = None,
+    *,
+    source: str = "<text>",
+    verify: bool = True,
+) -> Module:
+    """Parse ``module @name [attributes {...}] { const... func @main(...) {...} }``."""
+    parser = _Parser(text, source, constants or {})
+    module = parser.module()
+    if verify:
+        parser.verify(module.graph)
+    return module
+
+
+def parse_graph(
+    text: str, constants: Mapping[str, Any] | None = None, *, source: str = "<text>"
+) -> Graph:
+    """Parse the output of ``print_graph``: constants and ``func @main`` without the module."""
+    parser = _Parser(text, source, constants or {})
+    graph = parser.graph_body(end="eof")
+    parser.verify(graph)
+    return graph
+
+
+def parse_type(text: str) -> TensorType:
+    """Parse one tensor type such as ``f32[batch,3]`` or ``i8[4]q<0.5:3>@NHWC``."""
+    parser = _Parser(text, "<type>", {})
+    t = parser.type()
+    parser.expect("eof")
+    return t
+
+
+# --- lexer --------------------------------------------------------------------------------------
+
+_NAME = r'(?:[A-Za-z0-9_][A-Za-z0-9_.]*|"(?:[^"\\\n]|\\.)*")'
+_TOKEN = re.compile(
+    rf"""(?P<ws>[ \t\r\n]+)
+    |(?P<comment>//[^\n]*)
+    |(?P<value>%{_NAME})
+    |(?P<symbol>@{_NAME})
+    |(?P<string>"(?:[^"\\\n]|\\.)*")
+    |(?P<hex>0x[0-9A-Fa-f]*)
+    |(?P<number>-?(?:\d+\.\d*|\d+)(?:[eE][+-]?\d+)?)
+    |(?P<arrow>->)
+    |(?P<ident>[A-Za-z_][A-Za-z0-9_.]*)
+    |(?P<punct>[{{}}()\[\]<>,=:;-])""",
+    re.VERBOSE,
+)
+_ESCAPES = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "r": "\r"}
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str  # value symbol string hex number arrow ident punct eof
+    text: str  # names and strings decoded; everything else as written
+    line: int
+    col: int
+
+    def show(self) -> str:
+        return "end of input" if self.kind == "eof" else repr(self.text)
+
+
+def _unescape(body: str) -> str:
+    out, i = [], 0
+    while i < len(body):
+        ch = body[i]
+        if ch != "\\":
+            out.append(ch)
+            i += 1
+            continue
+        nxt = body[i + 1]
+        if nxt in _ESCAPES:
+            out.append(_ESCAPES[nxt])
+            i += 2
+            continue
+        m = re.match(r"u\{([0-9A-Fa-f]{1,6})\}", body[i + 1 :])
+        if not m:
+            raise ValueError(f"unknown escape '\\{nxt}' (use \\\\ \\\" \\n \\t \\r or \\u{{HEX}})")
+        out.append(chr(int(m.group(1), 16)))
+        i += 1 + m.end()
+    return "".join(out)
+
+
+class _Parser:
+    def __init__(self, text: str, source: str, resources: Mapping[str, Any]) -> None:
+        self.text, self.source, self.resources = text, source, resources
+        self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.comments: dict[int, str] = {}
+        self.tokens = self._lex()
+        self.pos = 0
+        self.defined: dict[str, tuple[Value, int]] = {}
+        self.node_lines: list[int] = []
+
+    # errors and positions
+
+    def _where(self, offset: int) -> tuple[int, int]:
+        line = bisect_right(self.line_starts, offset)
+        return line, offset - self.line_starts[line - 1] + 1
+
+    def error_at(self, line: int, col: int, message: str) -> ParseError:
+        lines = self.text.split("\n")
+        shown = lines[line - 1] if line <= len(lines) else ""
+        return ParseError(f"{self.source}:{line}:{col}: {message}\n  {shown}\n  {' ' * (col - 1)}^")
+
+    def error(self, tok: Token, message: str) -> ParseError:
+        return self.error_at(tok.line, tok.col, message)
+
+    def _lex(self) -> list[Token]:
+        tokens, pos = [], 0
+        while pos < len(self.text):
+            m = _TOKEN.match(self.text, pos)
+            line, col = self._where(pos)
+            if m is None:
+                found = self.text[pos]
+                hint = "unterminated string" if found == '"' else f"unexpected character {found!r}"
+                raise self.error_at(line, col, hint)
+            kind, raw = m.lastgroup or "", m.group()
+            pos = m.end()
+            if kind == "ws":
+                continue
+            if kind == "comment":
+                self.comments[line] = raw
+                continue
+            text = raw
+            try:
+                if kind in ("value", "symbol"):
+                    text = _unescape(raw[2:-1]) if raw[1] == '"' else raw[1:]
+                elif kind == "string":
+                    text = _unescape(raw[1:-1])
+            except ValueError as exc:
+                raise self.error_at(line, col, str(exc)) from None
+            tokens.append(Token(kind, text, line, col))
+        line, col = self._where(len(self.text))
+        tokens.append(Token("eof", "", line, col))
+        return tokens
+
+    # token helpers
+
+    def peek(self, ahead: int = 0) -> Token:
+        return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
+
+    def at(self, kind: str, text: str | None = None) -> bool:
+        tok = self.peek()
+        return tok.kind == kind and (text is None or tok.text == text)
+
+    def accept(self, kind: str, text: str | None = None) -> Token | None:
+        if self.at(kind, text):
+            self.pos += 1
+            return self.tokens[self.pos - 1]
+        return None
+
+    def expect(self, kind: str, text: str | None = None, what: str | None = None) -> Token:
+        tok = self.accept(kind, text)
+        if tok is None:
+            want = what or (repr(text) if text is not None else kind)
+            raise self.error(self.peek(), f"expected {want}, got {self.peek().show()}")
+        return tok
+
+    def punct(self, ch: str) -> Token:
+        return self.expect("punct", ch)
+
+    # module structure
+
+    def module(self) -> Module:
+        self.expect("ident", "module", "'module'")
+        name = self.expect("symbol", what="the module name (@name)").text
+        metadata = FrozenDict()
+        if self.accept("ident", "attributes"):
+            metadata = self.attr_dict()
+        self.punct("{")
+        graph = self.graph_body(end="}")
+        self.punct("}")
+        self.expect("eof", what="end of input after the module")
+        return Module(graph, name, metadata)
+
+    def graph_body(self, end: str) -> Graph:
+        constants: dict[str, np.ndarray] = {}
+        while self.at("ident", "const"):
+            name, array = self.constant()
+            constants[name] = array
+        self.expect("ident", "func", "'const' or 'func'")
+        fname = self.expect("symbol", what="@main")
+        if fname.text != "main":
+            raise self.error(
+                fname, f"expected @main (a module holds one function), got @{fname.text}"
+            )
+        self.punct("(")
+        inputs: list[Value] = []
+        while not self.at("punct", ")"):
+            if inputs:
+                self.punct(",")
+            tok = self.expect("value", what="a parameter (%name : type)")
+            self.punct(":")
+            inputs.append(self.define(tok, self.type()))
+        self.punct(")")
+        self.expect("arrow", what="'->'")
+        result_types = self.paren_list(self.type)
+        self.punct("{")
+        nodes: list[Node] = []
+        while not self.at("ident", "return"):
+            nodes.append(self.node())
+        ret = self.expect("ident", "return")
+        outputs: list[Value] = []
+        if not self.at("punct", "}"):
+            outputs.append(self.use(self.expect("value", what="a returned value")))
+            while self.accept("punct", ","):
+                outputs.append(self.use(self.expect("value", what="a returned value")))
+        if len(outputs) != len(result_types):
+            raise self.error(
+                ret, f"returns {len(outputs)} values but the signature declares {len(result_types)}"
+            )
+        for v, t in zip(outputs, result_types, strict=True):
+            if v.type != t:
+                raise self.error(
+                    ret, f"returned %{v.name} has type {v.type} but the signature declares {t}"
+                )
+        self.punct("}")
+        if end == "eof":
+            self.expect("eof", what="end of input after the function")
+        return Graph(tuple(inputs), tuple(nodes), tuple(outputs), constants)
+
+    def define(self, tok: Token, t: TensorType) -> Value:
+        if tok.text in self.defined:
+            first = self.defined[tok.text][1]
+            raise self.error(tok, f"%{tok.text} is defined twice (first on line {first})")
+        value = Value(tok.text, t)
+        self.defined[tok.text] = (value, tok.line)
+        return value
+
+    def use(self, tok: Token) -> Value:
+        if tok.text not in self.defined:
+            raise self.error(
+                tok,
+                f"%{tok.text} is used before it is defined "
+                "(not a parameter, constant or earlier result)",
+            )
+        return self.defined[tok.text][0]
+
+    def paren_list(self, item: Any) -> list[Any]:
+        self.punct("(")
+        items: list[Any] = []
+        while not self.at("punct", ")"):
+            if items:
+                self.punct(",")
+            items.append(item())
+        self.punct(")")
+        return items
+
+    def node(self) -> Node:
+        start = self.peek()
+        outs: list[Token] = []
+        types: list[TensorType] = []
+        if self.at("value"):
+            outs.append(self.expect("value"))
+            while self.accept("punct", ","):
+                outs.append(self.expect("value", what="another result name"))
+            self.punct(":")
+            types.append(self.type())
+            while self.accept("punct", ","):
+                types.append(self.type())
+            if len(types) != len(outs):
+                raise self.error(start, f"{len(outs)} results but {len(types)} types")
+            self.punct("=")
+        op_tok = self.peek()
+        if op_tok.kind not in ("ident", "string") or op_tok.text == "return":
+            raise self.error(
+                op_tok, f"expected a node (%y : type = op(...)) or 'return', got {op_tok.show()}"
+            )
+        self.pos += 1
+        self.check_op(op_tok)
+        inputs = self.paren_list(lambda: self.use(self.expect("value", what="an operand %name")))
+        attrs = self.attr_dict() if self.at("punct", "{") else FrozenDict()
+        prov = self.loc() if self.at("ident", "loc") else None
+        outputs = tuple(self.define(tok, t) for tok, t in zip(outs, types, strict=True))
+        self.node_lines.append(start.line)
+        return Node(op_tok.text, tuple(inputs), outputs, attrs, prov)
+
+    def check_op(self, tok: Token) -> None:
+        from cuvil_ref.ops import get_op
+
+        try:
+            get_op(tok.text)
+        except UnknownOpError as exc:
+            raise self.error(tok, str(exc)) from None
+
+    def loc(self) -> Provenance:
+        self.expect("ident", "loc")
+        self.punct("(")
+        fields: dict[str, str] = {}
+        keys = {"module": "module_path", "node": "torch_node", "source": "source"}
+        if self.at("string"):
+            fields["source"] = self.expect("string").text
+        while not self.at("punct", ")"):
+            if fields:
+                self.punct(",")
+            key = self.expect("ident", what="module=, node= or source=")
+            if key.text not in keys or keys[key.text] in fields:
+                raise self.error(
+                    key, f"expected module=, node= or source= (once each), got {key.show()}"
+                )
+            self.punct("=")
+            fields[keys[key.text]] = self.expect("string", what="a quoted string").text
+        self.punct(")")
+        return Provenance(**fields)
+
+    # types
+
+    def type(self) -> TensorType:
+        tok = self.expect("ident", what="a type such as f32[2,3]")
+        try:
+            dtype = DType.parse(tok.text)
+        except ValueError as exc:
+            raise self.error(tok, str(exc)) from None
+        self.punct("[")
+        shape: list[int | str] = []
+        while not self.at("punct", "]"):
+            if shape:
+                self.punct(",")
+            dim = self.peek()
+            if dim.kind == "number" and dim.text.isdigit():
+                shape.append(int(dim.text))
+            elif dim.kind == "ident":
+                shape.append(dim.text)
+            else:
+                raise self.error(
+                    dim, f"expected a dimension (a size or a symbol), got {dim.show()}"
+                )
+            self.pos += 1
+        self.punct("]")
+        quant, layout = None, None
+        while True:
+            if quant is None and self.at("ident", "q") and self.peek(1).text == "<":
+                quant = self.quant()
+            elif layout is None and self.at("symbol"):
+                layout = self.expect("symbol").text
+            else:
+                break
+        try:
+            return TensorType(tuple(shape), dtype, layout, quant)
+        except Exception as exc:  # IRError from TensorType/QuantParams validation
+            raise self.error(tok, str(exc)) from None
+
+    def quant(self) -> QuantParams:
+        start = self.expect("ident", "q")
+        self.punct("<")
+        axis = None
+        if self.accept("ident", "axis"):
+            self.punct("=")
+            axis = self.integer()
+            self.punct(";")
+        scales = [self.float_value()]
+        while self.accept("punct", ","):
+            scales.append(self.float_value())
+        self.punct(":")
+        zps = [self.integer()]
+        while self.accept("punct", ","):
+            zps.append(self.integer())
+        self.punct(">")
+        try:
+            return QuantParams(tuple(scales), tuple(zps), axis)
+        except Exception as exc:
+            raise self.error(start, str(exc)) from None
+
+    def integer(self) -> int:
+        tok = self.expect("number", what="an integer")
+        if not re.fullmatch(r"-?\d+", tok.text):
+            raise self.error(tok, f"expected an integer, got {tok.show()}")
+        return int(tok.text)
+
+    def float_value(self) -> float:
+        value = self.attr_value()
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(self.tokens[self.pos - 1], f"expected a number, got {value!r}")
+        return float(value)
+
+    # attribute values
+
+    def attr_dict(self) -> FrozenDict:
+        self.punct("{")
+        items: dict[str, Any] = {}
+        while not self.at("punct", "}"):
+            if items:
+                self.punct(",")
+            key = self.peek()
+            if key.kind not in ("ident", "string"):
+                raise self.error(key, f"expected an attribute name, got {key.show()}")
+            self.pos += 1
+            if key.text in items:
+                raise self.error(key, f"attribute '{key.text}' is given twice")
+            self.punct("=")
+            items[key.text] = self.attr_value()
+        self.punct("}")
+        return FrozenDict(items)
+
+    def attr_value(self) -> Any:
+        tok = self.peek()
+        if tok.kind == "number":
+            self.pos += 1
+            return float(tok.text) if any(c in tok.text for c in ".eE") else int(tok.text)
+        if tok.kind == "string":
+            self.pos += 1
+            return tok.text
+        if tok.kind == "punct" and tok.text == "(":
+            self.pos += 1
+            items: list[Any] = []
+            while not self.at("punct", ")"):
+                items.append(self.attr_value())
+                if not self.accept("punct", ","):
+                    break
+            self.punct(")")
+            return tuple(items)
+        if tok.kind == "punct" and tok.text == "{":
+            return self.attr_dict()
+        if tok.kind == "punct" and tok.text == "-" and self.peek(1).text in ("inf", "nan"):
+            self.pos += 1
+            return -self.attr_value()
+        if tok.kind == "ident":
+            words = {"true": True, "false": False, "none": None, "inf": float("inf")}
+            if tok.text in words:
+                self.pos += 1
+                return words[tok.text]
+            if tok.text == "nan":
+                self.pos += 1
+                if self.accept("punct", "("):
+                    bits = self.expect("hex", what="the NaN bits as 0x...")
+                    self.punct(")")
+                    return float_from_bits(int(bits.text, 16))
+                return float("nan")
+        raise self.error(
+            tok,
+            "expected a value (number, string, true, false, none, (tuple) or "
+            f"{{dict}}), got {tok.show()}",
+        )
+
+    # constants
+
+    def constant(self) -> tuple[str, np.ndarray]:
+        self.expect("ident", "const")
+        tok = self.expect("value", what="the constant's name (%name)")
+        self.punct(":")
+        type_tok = self.peek()
+        t = self.type()
+        if t.layout is not None or t.quant is not None or not t.is_static:
+            raise self.error(
+                type_tok,
+                f"constant %{tok.text} must have a static plain type "
+                f"(no symbols, layout or quantization), got {t}",
+            )
+        self.punct("=")
+        if self.accept("ident", "dense"):
+            self.punct("<")
+            array = self.dense(t, tok.text)
+            self.punct(">")
+        else:
+            self.expect("ident", "dense_resource", "dense<...> or dense_resource<name>")
+            self.punct("<")
+            ref = self.peek()
+            if ref.kind not in ("ident", "string"):
+                raise self.error(ref, f"expected a resource name, got {ref.show()}")
+            self.pos += 1
+            close = self.punct(">")
+            array = self.resource(ref, t, self.comments.get(close.line, ""))
+        self.define(tok, constant_type(array))
+        return tok.text, array
+
+    def dense(self, t: TensorType, name: str) -> np.ndarray:
+        start = self.peek()
+        if start.kind == "hex":
+            self.pos += 1
+            raw = bytes.fromhex(start.text[2:]) if len(start.text) % 2 == 0 else b""
+            if len(raw) != t.nbytes():
+                raise self.error(
+                    start,
+                    f"constant %{name} of type {t} needs {t.nbytes()} bytes "
+                    f"({2 * t.nbytes()} hex digits), got {len(start.text) - 2} digits",
+                )
+            return np.frombuffer(raw, dtype=t.dtype.numpy).reshape(t.shape).copy()
+        if t.rank == 0:
+            texts = [self.element(t.dtype)]
+        else:
+            self.punct("[")
+            texts = []
+            while not self.at("punct", "]"):
+                if texts:
+                    self.punct(",")
+                texts.append(self.element(t.dtype))
+            self.punct("]")
+        if len(texts) != t.numel():
+            raise self.error(
+                start, f"constant %{name} of type {t} needs {t.numel()} values, got {len(texts)}"
+            )
+        try:
+            return decode_elements(texts, t.dtype).reshape(t.shape)
+        except (OverflowError, ValueError) as exc:
+            raise self.error(start, f"constant %{name}: {exc}") from None
+
+    def element(self, dtype: DType) -> str:
+        tok = self.peek()
+        if dtype is DType.bool:
+            ok = tok.kind == "ident" and tok.text in ("true", "false")
+        elif dtype.is_int:
+            ok = tok.kind == "number" and re.fullmatch(r"-?\d+", tok.text) is not None
+        else:
+            if tok.text == "-" and self.peek(1).text in ("inf", "nan"):
+                self.pos += 2
+                return "-" + self.tokens[self.pos - 1].text
+            ok = tok.kind == "number" or (tok.kind == "ident" and tok.text in ("inf", "nan"))
+        if not ok:
+            raise self.error(tok, f"expected a {dtype.value} element, got {tok.show()}")
+        self.pos += 1
+        return tok.text
+
+    def resource(self, ref: Token, t: TensorType, comment: str) -> np.ndarray:
+        if ref.text not in self.resources:
+            raise self.error(
+                ref,
+                f"constant '{ref.text}' is stored by reference; pass it as "
+                f"parse_module(text, constants={{'{ref.text}': array}})",
+            )
+        array = np.asarray(self.resources[ref.text])
+        try:
+            got = DType.from_numpy(array.dtype).value
+        except ValueError:
+            got = str(array.dtype)
+        if array.shape != t.shape or got != t.dtype.value:
+            raise self.error(
+                ref,
+                f"constant '{ref.text}' is declared {t} but the given array is "
+                f"{got}[{','.join(str(d) for d in array.shape)}]",
+            )
+        m = re.search(r"sha256:([0-9a-f]{64})", comment)
+        if m and array_sha256(array) != m.group(1):
+            raise self.error(
+                ref,
+                f"constant '{ref.text}': the given array's sha256 is "
+                f"{array_sha256(array)} but the text records {m.group(1)}; pass the "
+                "weights the module was printed with",
+            )
+        return array
+
+    # verification with positions
+
+    def verify(self, graph: Graph) -> None:
+        from cuvil_ref.ir.verifier import verify
+
+        try:
+            verify(graph)
+        except VerificationError as exc:
+            message = str(exc)
+            for node, line in zip(graph.nodes, self.node_lines, strict=True):
+                if message.startswith(node.describe()):
+                    raise VerificationError(f"{self.source}:{line}: {message}") from exc
+            raise VerificationError(f"{self.source}: {message}") from exc
