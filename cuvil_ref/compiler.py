@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from cuvil_ref import cache as cache_mod
 from cuvil_ref.errors import TargetError
 from cuvil_ref.ir.graph import Module
 from cuvil_ref.plugin.host import get_host
@@ -33,6 +34,7 @@ def compile_module(
     calibration_data: Iterable[Any] | None = None,
     fallback: str = "allow",
     quant_options: Mapping[str, Any] | None = None,
+    cache: bool | None = None,
 ) -> CompiledProgram:
     """Compile ``module`` for ``target``; see ``cuvil_ref.torch.compile`` for the options."""
     host = get_host()
@@ -51,31 +53,57 @@ def compile_module(
             f"quantize='{prefs.requires_quantize}' (with calibration_data=...)"
         )
     report: dict[str, Any] = {"opt_level": opt_level, "quantize": quantize}
-    timings: list[dict[str, Any]] = []
-
-    if quantize is not None:
-        from cuvil_ref.quant import quantize_module
-
-        with Timer() as t:
-            module, qreport = quantize_module(
-                module, quantize, calibration_data=calibration_data, **dict(quant_options or {})
-            )
-        timings.append({"pass": f"quantize[{quantize}]", "seconds": t.seconds, "changed": True})
-        report["quantization"] = qreport
-    else:
-        report["quantization"] = None
-
-    from cuvil_ref.passes import optimize, plan_memory
-
-    module, pass_timings = optimize(
-        module,
-        opt_level=opt_level,
-        enable_fusion=enable_fusion,
-        enable_layout_opt=enable_layout_opt,
-        preferences=prefs,
+    use_cache = cache_mod.cache_enabled(cache) and (
+        quantize is None or calibration_data is not None
     )
-    timings.extend(pass_timings)
-    report["passes"] = timings
+    key = None
+    hit = None
+    if use_cache:
+        from cuvil_ref import __version__
+        from cuvil_ref.plugin.hookspecs import PLUGIN_API_VERSION
+
+        key = cache_mod.compile_key(
+            module,
+            {
+                "target": spec.to_json(),
+                "quantize": quantize,
+                "opt_level": opt_level,
+                "fusion": enable_fusion,
+                "layout": enable_layout_opt,
+                "prefs": repr(prefs),
+                "quant_options": dict(quant_options or {}),
+                "calibration": _calibration_digest(calibration_data) if quantize else None,
+                "versions": [__version__, PLUGIN_API_VERSION, host.pack_of(spec.name).version],
+            },
+        )
+        hit = cache_mod.lookup(key)
+    if hit is not None:
+        module, cached = hit
+        report.update({k: cached[k] for k in ("quantization", "passes") if k in cached})
+    else:
+        module, opt_report = _optimize(
+            module,
+            spec,
+            prefs,
+            quantize,
+            opt_level,
+            enable_fusion,
+            enable_layout_opt,
+            calibration_data,
+            quant_options,
+        )
+        report.update(opt_report)
+        if key is not None:
+            cache_mod.store(key, module, opt_report)
+    report["cache"] = {
+        "enabled": use_cache,
+        "key": key,
+        "hit": hit is not None,
+        **cache_mod.stats(),
+    }
+
+    from cuvil_ref.passes import plan_memory
+
     memory = plan_memory(module.graph)
     report["memory"] = memory.report()
 
@@ -97,6 +125,60 @@ def compile_module(
             raise TargetError(f"pack for target '{part.target}' returned no executable")
         lowered.append(LoweredPartition(part, exe))
     return CompiledProgram(module, spec, plan, lowered, report)
+
+
+def _optimize(
+    module: Module,
+    spec: TargetSpec,
+    prefs: TargetPreferences,
+    quantize: str | None,
+    opt_level: int,
+    enable_fusion: bool,
+    enable_layout_opt: bool,
+    calibration_data: Iterable[Any] | None,
+    quant_options: Mapping[str, Any] | None,
+) -> tuple[Module, dict[str, Any]]:
+    """Quantize (optionally) and run the pass pipeline; returns the module and its report."""
+    timings: list[dict[str, Any]] = []
+    report: dict[str, Any] = {"quantization": None}
+    if quantize is not None:
+        from cuvil_ref.quant import quantize_module
+
+        with Timer() as t:
+            module, qreport = quantize_module(
+                module, quantize, calibration_data=calibration_data, **dict(quant_options or {})
+            )
+        timings.append({"pass": f"quantize[{quantize}]", "seconds": t.seconds, "changed": True})
+        report["quantization"] = qreport
+    from cuvil_ref.passes import optimize
+
+    module, pass_timings = optimize(
+        module,
+        opt_level=opt_level,
+        enable_fusion=enable_fusion,
+        enable_layout_opt=enable_layout_opt,
+        preferences=prefs,
+    )
+    timings.extend(pass_timings)
+    report["passes"] = timings
+    return module, report
+
+
+def _calibration_digest(data: Iterable[Any] | None) -> str | None:
+    """Digest of calibration batches (lists/tuples of arrays only; iterators are not re-read)."""
+    import hashlib
+
+    import numpy as np
+
+    if data is None or not isinstance(data, (list, tuple)):
+        return None if data is None else f"iterator:{id(data)}"
+    h = hashlib.sha256()
+    for batch in data:
+        items = batch if isinstance(batch, (list, tuple)) else (batch,)
+        for item in items:
+            arr = np.asarray(item.detach().cpu().numpy() if hasattr(item, "detach") else item)
+            h.update(arr.tobytes())
+    return h.hexdigest()
 
 
 def _merge_options(

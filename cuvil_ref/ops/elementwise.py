@@ -156,11 +156,11 @@ def _cast(x: np.ndarray, *, dtype: str) -> np.ndarray:
     """Float -> int truncates toward zero (as torch); NaN/Inf -> int is undefined in torch, here
     NaN -> 0 and +-Inf saturate; float -> bool is x != 0."""
     target = DType(dtype).numpy
-    if np.issubdtype(x.dtype, np.floating) or x.dtype == DType.bf16.numpy:
-        if np.issubdtype(target, np.integer):
-            info = np.iinfo(target)
-            xf = np.nan_to_num(x.astype(np.float64), nan=0.0, posinf=info.max, neginf=info.min)
-            return np.clip(np.trunc(xf), info.min, info.max).astype(target)
+    is_float = np.issubdtype(x.dtype, np.floating) or x.dtype == DType.bf16.numpy
+    if is_float and np.issubdtype(target, np.integer):
+        info = np.iinfo(target)
+        xf = np.nan_to_num(x.astype(np.float64), nan=0.0, posinf=info.max, neginf=info.min)
+        return np.clip(np.trunc(xf), info.min, info.max).astype(target)
     if target == np.bool_:
         return x != 0
     with np.errstate(all="ignore"):

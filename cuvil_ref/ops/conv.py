@@ -1,0 +1,227 @@
+"""2-D convolution (torch.nn.functional.conv2d), computed with float32 GEMMs.
+
+The reference has to be fast enough to run ResNet-sized models, so it never loops over pixels.
+It works on a zero-padded NHWC copy of the input and picks one of three schemes:
+
+* shift and GEMM (the default): for each kernel tap (i, j) the input pixels that tap reads form a
+  shifted view of the padded input; one ``[pixels, C] @ [C, O]`` GEMM per tap, accumulated. The
+  padded image is split into ``stride_h * stride_w`` phases (space-to-depth), so that every tap of
+  a strided conv is a stride-1 shift inside one phase, and each phase is stored flat with rows of a
+  fixed width ``Wq``: a tap's view is then one contiguous slice and BLAS reads it without a copy.
+  Outputs are computed for all ``Wq`` columns and the extra ``Wq - OW`` ones are dropped.
+* im2col, for large kernels over few channels (the 7x7 stride-2 stem) and for small images with
+  many channels (ResNet's last stages, where the weight is bigger than the gathered patches):
+  gather all taps of each output pixel into one row and do a single GEMM with a long reduction.
+* per-tap multiply-add, for depthwise convs (one input channel per group), vectorized over pixels.
+
+Results are returned as NCHW views of NHWC buffers (strides differ from a fresh array; values do
+not), which spares the next conv a transpose.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from cuvil_ref.errors import ShapeError
+from cuvil_ref.ir.dtypes import ALL_DTYPES, DType
+from cuvil_ref.ir.frozen import FrozenDict
+from cuvil_ref.ir.types import TensorType, format_shape
+from cuvil_ref.ops.linalg import accumulator
+from cuvil_ref.ops.registry import Attr, OpDef, register
+from cuvil_ref.ops.shapes import conv_out_size
+
+NUMERIC = frozenset(ALL_DTYPES - {DType.bool})
+
+#: im2col is used when a tap has fewer input channels than this, or the kernel has more taps:
+#: below it a per-tap GEMM is too thin to pay for re-reading the output on every tap.
+IM2COL_MAX_CHANNELS = 16
+IM2COL_MIN_TAPS = 10
+
+
+def _check_pairs(
+    op: str, attrs: FrozenDict, names: tuple[str, ...], padding_lengths: tuple[int, ...]
+) -> None:
+    for name in names:
+        value = attrs[name]
+        want = padding_lengths if name == "padding" else (2,)
+        if len(value) not in want:
+            raise ShapeError(
+                f"op '{op}': {name} needs {' or '.join(map(str, want))} ints, got {value}"
+            )
+        low = 0 if name == "padding" else 1
+        if any(v < low for v in value):
+            raise ShapeError(f"op '{op}': {name} values must be >= {low}, got {value}")
+
+
+def _conv2d_infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tuple[TensorType, ...]:
+    x, w = types[0], types[1]
+    _check_pairs("conv2d", attrs, ("stride", "padding", "dilation"), (4,))
+    if x.dtype != w.dtype or (len(types) == 3 and types[2].dtype != x.dtype):
+        raise ShapeError("conv2d: x, weight and bias must share one dtype; insert a cast")
+    if x.rank != 4 or w.rank != 4:
+        raise ShapeError(
+            f"conv2d takes x [N,C,H,W] and weight [O,C/groups,KH,KW], got "
+            f"[{format_shape(x.shape)}] and [{format_shape(w.shape)}]"
+        )
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    groups = attrs["groups"]
+    if not all(isinstance(d, int) for d in w.shape):
+        raise ShapeError(f"conv2d: weight shape must be static, got [{format_shape(w.shape)}]")
+    if groups < 1 or c != cg * groups or o % groups != 0:
+        raise ShapeError(
+            f"conv2d: x has {c} channels, weight [{format_shape(w.shape)}] with groups={groups} "
+            f"needs {cg * groups} and an output count divisible by groups"
+        )
+    if c == 0:  # torch returns an empty [N, 0, OH, OW] here, ignoring the bias: not mimicked
+        raise ShapeError("conv2d with zero input channels is not supported")
+    if len(types) == 3 and types[2].shape != (o,):
+        raise ShapeError(
+            f"conv2d: bias must have shape [{o}], got [{format_shape(types[2].shape)}]"
+        )
+    (sh, sw), (pt, pl, pb, pr), (dh, dw) = attrs["stride"], attrs["padding"], attrs["dilation"]
+    oh = conv_out_size(h, kh, sh, pt, pb, dh)
+    ow = conv_out_size(wd, kw, sw, pl, pr, dw)
+    return (TensorType((n, o, oh, ow), x.dtype),)
+
+
+def _phases(
+    x: np.ndarray,
+    pads: tuple[int, int],
+    strides: tuple[int, int],
+    acc: np.dtype,
+    out_hw: tuple[int, int],
+    span: tuple[int, int],
+) -> tuple[np.ndarray, int]:
+    """The padded NHWC input split into stride phases: [N, sh, sw, Hq * Wq, C], and Wq."""
+    n, c, h, w = x.shape
+    (pt, pl), (sh, sw) = pads, strides
+    hp = max(pt + h, (out_hw[0] - 1) * sh + span[0])
+    wp = max(pl + w, (out_hw[1] - 1) * sw + span[1])
+    hq, wq = -(-hp // sh) + 1, -(-wp // sw)  # one spare row: flat slices may run past the end
+    buf = np.zeros((n, hq * sh, wq * sw, c), dtype=acc)
+    buf[:, pt : pt + h, pl : pl + w, :] = x.transpose(0, 2, 3, 1)
+    phased = buf.reshape(n, hq, sh, wq, sw, c).transpose(0, 2, 4, 1, 3, 5)
+    return np.ascontiguousarray(phased).reshape(n, sh, sw, hq * wq, c), wq
+
+
+def _shift_gemm(
+    x: np.ndarray,
+    weight: np.ndarray,
+    acc: np.dtype,
+    groups: int,
+    stride: tuple[int, int],
+    padding: tuple[int, ...],
+    dilation: tuple[int, int],
+    oh: int,
+    ow: int,
+) -> np.ndarray:
+    """Shift-and-GEMM (or per-tap multiply-add when depthwise); returns [N, OH, OW, O]."""
+    n = x.shape[0]
+    o, cg, kh, kw = weight.shape
+    og = o // groups
+    (sh, sw), (dh, dw) = stride, dilation
+    span = ((kh - 1) * dh + 1, (kw - 1) * dw + 1)
+    flat, wq = _phases(x, (padding[0], padding[1]), stride, acc, (oh, ow), span)
+    m = oh * wq
+    # taps[i, j] is the [G, Og, Cg] slice of the weight for kernel position (i, j); GEMMs read
+    # its transpose (a free view), which makes this copy a cheap de-interleave.
+    taps = weight.astype(acc, copy=False).reshape(groups, og, cg, kh, kw).transpose(3, 4, 0, 1, 2)
+    taps = np.ascontiguousarray(taps)
+    out = np.zeros((n, m, groups, og) if groups > 1 else (n, m, o), dtype=acc)
+    tmp = np.empty_like(out)
+    for i in range(kh):
+        qi, a = divmod(i * dh, sh)
+        for j in range(kw):
+            qj, b = divmod(j * dw, sw)
+            start = qi * wq + qj
+            patch = flat[:, a, b, start : start + m, :]  # [N, M, C], contiguous per image
+            if groups == 1:
+                np.matmul(patch, taps[i, j, 0].T, out=tmp)
+            elif cg == 1:  # depthwise: channel g feeds outputs g*og ... g*og + og - 1
+                np.multiply(patch[..., None], taps[i, j, :, :, 0], out=tmp)
+            else:
+                grouped = patch.reshape(n, m, groups, cg).transpose(0, 2, 1, 3)
+                np.matmul(grouped, taps[i, j].transpose(0, 2, 1), out=tmp.transpose(0, 2, 1, 3))
+            out += tmp
+    return out.reshape(n, oh, wq, o)[:, :, :ow, :]
+
+
+def _im2col(
+    x: np.ndarray,
+    weight: np.ndarray,
+    acc: np.dtype,
+    groups: int,
+    stride: tuple[int, int],
+    padding: tuple[int, ...],
+    dilation: tuple[int, int],
+    oh: int,
+    ow: int,
+) -> np.ndarray:
+    """One GEMM over [pixels, Cg*KH*KW] rows per group; returns [N, OH, OW, O]."""
+    n, c, h, w = x.shape
+    o, cg, kh, kw = weight.shape
+    (sh, sw), (pt, pl, pb, pr), (dh, dw) = stride, padding, dilation
+    xp = np.zeros((n, c, pt + h + pb, pl + w + pr), dtype=acc)
+    xp[:, :, pt : pt + h, pl : pl + w] = x
+    span = ((kh - 1) * dh + 1, (kw - 1) * dw + 1)
+    win = sliding_window_view(xp, span, axis=(2, 3))[:, :, ::sh, ::sw, ::dh, ::dw]
+    win = win[:, :, :oh, :ow].transpose(0, 2, 3, 1, 4, 5)  # [N, OH, OW, C, KH, KW]
+    cols = win.reshape(n, oh * ow, groups, cg * kh * kw)  # the one copy
+    w2 = weight.astype(acc, copy=False).reshape(groups, o // groups, cg * kh * kw)
+    out = np.matmul(cols.transpose(0, 2, 1, 3), w2.transpose(0, 2, 1))  # [N, G, M, Og]
+    return out.transpose(0, 2, 1, 3).reshape(n, oh, ow, o)
+
+
+def _conv2d(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None = None,
+    *,
+    stride: tuple[int, int],
+    padding: tuple[int, int, int, int],
+    dilation: tuple[int, int],
+    groups: int,
+) -> np.ndarray:
+    acc = accumulator(x.dtype)
+    n, _, h, w = x.shape
+    o, cg, kh, kw = weight.shape
+    oh = int(conv_out_size(h, kh, stride[0], padding[0], padding[2], dilation[0]))
+    ow = int(conv_out_size(w, kw, stride[1], padding[1], padding[3], dilation[1]))
+    if n * o * oh * ow == 0:
+        return np.zeros((n, o, oh, ow), dtype=x.dtype)
+    depthwise = cg == 1 and groups > 1
+    thin = cg < IM2COL_MAX_CHANNELS or kh * kw >= IM2COL_MIN_TAPS
+    # Shift-and-GEMM copies the weight once; im2col copies the patches: copy the smaller.
+    small_image = o // groups > n * oh * ow
+    scheme = _im2col if (thin or small_image) and not depthwise else _shift_gemm
+    with np.errstate(all="ignore"):  # NaN/Inf propagate silently, as in torch
+        y = scheme(x, weight, acc, groups, stride, padding, dilation, oh, ow)
+        if bias is not None:
+            y = y + bias.astype(acc, copy=False)
+    return y.transpose(0, 3, 1, 2).astype(x.dtype, copy=False)
+
+
+register(
+    OpDef(
+        name="conv2d",
+        inputs=("x", "weight", "bias?"),
+        attrs=(
+            Attr("stride", "ints", (1, 1), "(sh, sw)"),
+            Attr("padding", "ints", (0, 0, 0, 0), "zero padding (top, left, bottom, right)"),
+            Attr("dilation", "ints", (1, 1), "(dh, dw)"),
+            Attr("groups", "int", 1, "input and output channels split into this many groups"),
+        ),
+        infer=_conv2d_infer,
+        reference=_conv2d,
+        doc=(
+            "y[n, o, p, q] = bias[o] + sum_{c, i, j} xpad[n, g*Cg + c, p*sh + i*dh, q*sw + j*dw] "
+            "* weight[o, c, i, j], g = o // (O/groups), Cg = C/groups; x NCHW, weight OIHW, "
+            "xpad = x zero-padded by (top, left, bottom, right). OH = (H + top + bottom - "
+            "dh*(KH-1) - 1) // sh + 1. Floats accumulate in f32, integers in i64 then wrap."
+        ),
+        category="conv",
+        dtypes=NUMERIC,
+    )
+)

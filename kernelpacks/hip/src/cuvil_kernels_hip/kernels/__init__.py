@@ -1,0 +1,1 @@
+"""Kernel-source generators, one file per family; each returns a ``KernelSource``."""

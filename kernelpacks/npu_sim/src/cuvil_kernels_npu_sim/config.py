@@ -1,0 +1,185 @@
+"""Target specifications of the simulated int8 NPU (`npu-v3`, `npu-v2`) and their overrides.
+
+A target is a frozen `NpuConfig`; every size, rate and energy figure the lowering, the tiler and the
+simulator use comes from it, so a config is really a parameter (`npu-v2` is a smaller array with
+smaller buffers). `config_from_dict` builds one from a base target plus overrides and validates it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class EnergyTable:
+    """Energy per event in picojoules, with the process node and the source of each figure.
+
+    All figures are Horowitz, "Computing's energy problem", ISSCC 2014, 45 nm, 0.9 V:
+    * `mac_pj`: 8-bit integer multiply 0.2 pJ + 32-bit integer add 0.1 pJ (int8 MAC, int32 acc).
+    * `sram_pj_per_byte`: 32 KB SRAM read of 64 bits = 20 pJ -> 2.5 pJ/byte (scratchpads are
+      built from ~32 KB banks, so a bank access is what is paid).
+    * `dram_pj_per_byte`: DRAM access of 64 bits = 1.3-2.6 nJ; the low end 1.3 nJ -> 162.5 pJ/byte.
+    * `alu_pj_per_op`: 32-bit integer add 0.1 pJ (add, max, min, shift, clamp, move).
+    * `alu_mul_pj`: 32-bit integer multiply 3.1 pJ (MUL, and each multiply of a requantization).
+    """
+
+    mac_pj: float = 0.3
+    sram_pj_per_byte: float = 2.5
+    dram_pj_per_byte: float = 162.5
+    alu_pj_per_op: float = 0.1
+    alu_mul_pj: float = 3.1
+    process_node: str = "45 nm (Horowitz, ISSCC 2014)"
+
+
+@dataclass(frozen=True)
+class NpuConfig:
+    """One simulated NPU. Sizes are in bytes unless the name says otherwise.
+
+    The MAC array is weight-stationary, `array_rows` x `array_cols` int8 MACs with int32
+    accumulators. `pipelined_folds=True` models shadow weight registers: the next fold's weights
+    preload while the current fold streams, and folds of one GEMM instruction stream back to back,
+    so pipeline fill/drain is paid once per GEMM instruction. `pipelined_folds=False` is the
+    SCALE-Sim weight-stationary model: every fold pays preload + fill + drain (2R + C + M - 2).
+    """
+
+    name: str = "npu-v3"
+    array_rows: int = 32
+    array_cols: int = 32
+    clock_ghz: float = 1.0
+    inp_bytes: int = 256 * 1024
+    wgt_bytes: int = 512 * 1024
+    acc_bytes: int = 256 * 1024
+    tbl_bytes: int = 16 * 1024
+    uop_entries: int = 4096
+    alu_lanes: int = 32
+    alu_latency: int = 4
+    dram_bytes_per_cycle: int = 32
+    dram_latency: int = 100
+    dram_burst_bytes: int = 64
+    issue_cycles: int = 2
+    pipelined_folds: bool = True
+    energy: EnergyTable = field(default_factory=EnergyTable)
+
+    @property
+    def acc_words(self) -> int:
+        return self.acc_bytes // 4
+
+    @property
+    def tbl_words(self) -> int:
+        return self.tbl_bytes // 4
+
+    @property
+    def peak_macs_per_cycle(self) -> int:
+        return self.array_rows * self.array_cols
+
+
+NPU_V3 = NpuConfig()
+NPU_V2 = NpuConfig(
+    name="npu-v2",
+    array_rows=16,
+    array_cols=16,
+    clock_ghz=0.8,
+    inp_bytes=64 * 1024,
+    wgt_bytes=128 * 1024,
+    acc_bytes=64 * 1024,
+    tbl_bytes=8 * 1024,
+    uop_entries=2048,
+    alu_lanes=16,
+    dram_bytes_per_cycle=16,
+)
+TARGETS: dict[str, NpuConfig] = {"npu-v3": NPU_V3, "npu-v2": NPU_V2}
+
+# Largest sizes the ISA's address fields can reach (see isa.py): scratchpads are addressed in
+# elements (bytes for INP/WGT, int32 words for ACC/TBL).
+_FIELD_LIMITS = {
+    "inp_bytes": 1 << 20,
+    "wgt_bytes": 1 << 20,
+    "acc_bytes": 4 << 16,
+    "tbl_bytes": 4 << 16,
+    "uop_entries": 1 << 12,
+}
+
+
+def _validate(cfg: NpuConfig) -> NpuConfig:
+    ints = (
+        "array_rows",
+        "array_cols",
+        "inp_bytes",
+        "wgt_bytes",
+        "acc_bytes",
+        "tbl_bytes",
+        "uop_entries",
+        "alu_lanes",
+        "dram_bytes_per_cycle",
+        "dram_burst_bytes",
+    )
+    for name in ints:
+        value = getattr(cfg, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValueError(
+                f"npu config {cfg.name!r}: {name} must be a positive int, got {value!r}"
+            )
+    for name in ("alu_latency", "dram_latency", "issue_cycles"):
+        value = getattr(cfg, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"npu config {cfg.name!r}: {name} must be an int >= 0, got {value!r}")
+    if not isinstance(cfg.clock_ghz, (int, float)) or cfg.clock_ghz <= 0:
+        raise ValueError(f"npu config {cfg.name!r}: clock_ghz must be > 0, got {cfg.clock_ghz!r}")
+    for name, limit in _FIELD_LIMITS.items():
+        if getattr(cfg, name) > limit:
+            raise ValueError(
+                f"npu config {cfg.name!r}: {name}={getattr(cfg, name)} exceeds what the ISA can "
+                f"address ({limit}); use at most {limit}"
+            )
+    for name in ("acc_bytes", "tbl_bytes"):
+        if getattr(cfg, name) % 4:
+            raise ValueError(f"npu config {cfg.name!r}: {name} must be a multiple of 4 (int32)")
+    if not isinstance(cfg.pipelined_folds, bool):
+        raise ValueError(f"npu config {cfg.name!r}: pipelined_folds must be a bool")
+    for f in dataclasses.fields(cfg.energy):
+        value = getattr(cfg.energy, f.name)
+        if f.name != "process_node" and (not isinstance(value, (int, float)) or value < 0):
+            raise ValueError(
+                f"npu config {cfg.name!r}: energy.{f.name} must be >= 0, got {value!r}"
+            )
+    return cfg
+
+
+def config_from_dict(overrides: Mapping[str, Any], base: str | NpuConfig = "npu-v3") -> NpuConfig:
+    """Return `base` (a target name or config) with `overrides` applied and validated.
+
+    `overrides` may hold a `"target"` key naming the base and an `"energy"` dict. Unknown keys and
+    bad values raise ValueError listing what is accepted.
+    """
+    items = dict(overrides)
+    base = items.pop("target", base)
+    if isinstance(base, str):
+        if base not in TARGETS:
+            raise ValueError(f"unknown npu target {base!r}; known targets: {sorted(TARGETS)}")
+        base = TARGETS[base]
+    known = {f.name for f in dataclasses.fields(NpuConfig)}
+    unknown = sorted(set(items) - known)
+    if unknown:
+        raise ValueError(f"unknown npu config keys {unknown}; accepted keys: {sorted(known)}")
+    energy = items.pop("energy", None)
+    if energy is not None:
+        if not isinstance(energy, Mapping):
+            raise ValueError("npu config key 'energy' must be a dict of EnergyTable fields")
+        e_known = {f.name for f in dataclasses.fields(EnergyTable)}
+        e_unknown = sorted(set(energy) - e_known)
+        if e_unknown:
+            raise ValueError(f"unknown energy keys {e_unknown}; accepted keys: {sorted(e_known)}")
+        items["energy"] = dataclasses.replace(base.energy, **energy)
+    return _validate(dataclasses.replace(base, **items))
+
+
+def get_config(target: str | NpuConfig | Mapping[str, Any] = "npu-v3") -> NpuConfig:
+    """Resolve a target name, a config, or an override dict into a validated `NpuConfig`."""
+    if isinstance(target, NpuConfig):
+        return _validate(target)
+    if isinstance(target, str):
+        return config_from_dict({}, base=target)
+    return config_from_dict(target)

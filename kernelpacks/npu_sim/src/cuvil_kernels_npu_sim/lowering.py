@@ -1,0 +1,301 @@
+"""IR node -> NPU layer: the pack's coverage (`LOWERINGS`, `DATA_MOVEMENT`) and its claims.
+
+Each quantized op lowers to one layer `Program` (weights and requantization tables are baked in
+from the graph's constants); the `Layer` records which IR values feed which program regions.
+Pure data-movement ops on int8 (`reshape`, `flatten`, `squeeze`, `unsqueeze`) reinterpret a
+contiguous DRAM tensor and have no program (a layout change they imply is costed by the
+executable). `check_node` states exactly what is lowered, with the reason for everything else;
+as a last guard it runs the lowering itself, so a claim is never broken by a tiling limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from cuvil_ref.ir.dtypes import DType
+from cuvil_ref.ir.graph import Graph, Node
+
+from cuvil_kernels_npu_sim.config import NpuConfig
+from cuvil_kernels_npu_sim.lower_conv import lower_qconv2d, lower_qlinear, lower_qmatmul
+from cuvil_kernels_npu_sim.lower_eltwise import lower_qadd
+from cuvil_kernels_npu_sim.lower_pool import (
+    avg_pool_counts,
+    lower_qadaptive_avg_pool2d,
+    lower_qavg_pool2d,
+    lower_qmax_pool2d,
+)
+from cuvil_kernels_npu_sim.program import Program
+
+DATA_MOVEMENT = frozenset({"reshape", "flatten", "squeeze", "unsqueeze"})
+BOUNDARY = frozenset({"quantize", "dequantize"})
+MAX_PAD = 7  # LOAD inserts at most 7 padding elements per side
+
+
+class Unsupported(Exception):
+    """A node npu_sim declines; the message is the reason shown to the user."""
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One node of a partition: its program (None for data movement) and region bindings."""
+
+    node: str  # the node's first output name
+    op: str
+    program: Program | None
+    inputs: tuple[tuple[str, str], ...]  # (IR value, program input region)
+    output: str
+    out_shape: tuple[int, ...]
+
+
+def _shape(node: Node, i: int) -> tuple[int, ...]:
+    return tuple(int(d) for d in node.inputs[i].type.shape)
+
+
+def _const(node: Node, graph: Graph, i: int, what: str) -> np.ndarray | None:
+    if i >= len(node.inputs):
+        return None
+    name = node.inputs[i].name
+    if name not in graph.constants:
+        raise Unsupported(
+            f"{what} '%{name}' is a runtime value; npu_sim bakes {what}s into the program, so "
+            "it must be a graph constant"
+        )
+    return np.asarray(graph.constants[name])
+
+
+def _sym_pad(op: str, padding: tuple[int, ...]) -> tuple[int, int]:
+    top, left, bottom, right = padding
+    if top != bottom or left != right:
+        raise Unsupported(
+            f"{op}: asymmetric padding {padding} (top, left, bottom, right) is not supported; "
+            "npu_sim pads top == bottom and left == right"
+        )
+    if max(top, left) > MAX_PAD:
+        raise Unsupported(f"{op}: padding {padding} exceeds {MAX_PAD} (LOAD pads at most 7)")
+    return top, left
+
+
+def _no_ceil(op: str, node: Node) -> None:
+    if node.attrs["ceil_mode"]:
+        raise Unsupported(f"{op}: ceil_mode=True is not supported (floor output sizes only)")
+
+
+def _table(node: Node, counts: list[int]) -> dict[int, tuple[int, int]]:
+    mult, shift = node.attrs["multiplier"], node.attrs["shift"]
+    missing = [n for n in counts if n > len(mult)]
+    if missing:
+        raise Unsupported(
+            f"{node.op}: windows of {missing} elements but the multiplier table covers "
+            f"1..{len(mult)}"
+        )
+    return {n: (int(mult[n - 1]), int(shift[n - 1])) for n in counts}
+
+
+def _out(node: Node) -> dict[str, int]:
+    a = node.attrs
+    return {"out_zp": a["out_zp"], "qmin": a["qmin"], "qmax": a["qmax"]}
+
+
+def _qconv2d(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
+    a = node.attrs
+    weight = _const(node, graph, 1, "weight")
+    bias = _const(node, graph, 2, "bias")
+    return lower_qconv2d(
+        _shape(node, 0),
+        weight,
+        bias,
+        np.asarray(a["multiplier"], np.int64),
+        np.asarray(a["shift"], np.int64),
+        x_zp=a["x_zp"],
+        stride=a["stride"],
+        padding=_sym_pad("qconv2d", a["padding"]),
+        dilation=a["dilation"],
+        groups=a["groups"],
+        target=cfg,
+        name=node.outputs[0].name,
+        **_out(node),
+    )
+
+
+def _qlinear(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
+    a = node.attrs
+    return lower_qlinear(
+        _shape(node, 0),
+        _const(node, graph, 1, "weight"),
+        _const(node, graph, 2, "bias"),
+        np.asarray(a["multiplier"], np.int64),
+        np.asarray(a["shift"], np.int64),
+        x_zp=a["x_zp"],
+        target=cfg,
+        name=node.outputs[0].name,
+        **_out(node),
+    )
+
+
+def _qmatmul(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
+    a_shape, b_shape = _shape(node, 0), _shape(node, 1)
+    if len(a_shape) < 2 or len(a_shape) != len(b_shape) or a_shape[:-2] != b_shape[:-2]:
+        raise Unsupported(
+            f"qmatmul: shapes {list(a_shape)} @ {list(b_shape)}: npu_sim needs rank >= 2 and "
+            "equal batch dims (no broadcasting, no 1-D operands)"
+        )
+    a = node.attrs
+    return lower_qmatmul(
+        a_shape,
+        b_shape,
+        a["multiplier"][0],
+        a["shift"][0],
+        a_zp=a["a_zp"],
+        b_zp=a["b_zp"],
+        target=cfg,
+        name=node.outputs[0].name,
+        **_out(node),
+    )
+
+
+def _qadd(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
+    a_shape, b_shape = _shape(node, 0), _shape(node, 1)
+    if a_shape != b_shape:
+        raise Unsupported(
+            f"qadd: broadcasting {list(a_shape)} + {list(b_shape)} is not supported; "
+            "npu_sim adds tensors of equal shape"
+        )
+    if 0 in a_shape:
+        raise Unsupported("qadd: empty tensors are not lowered")
+    a = node.attrs
+    return lower_qadd(
+        a_shape,
+        a_zp=a["a_zp"],
+        b_zp=a["b_zp"],
+        m_a=a["multiplier"][0],
+        m_b=a["multiplier"][1],
+        shift=a["shift"][0],
+        target=cfg,
+        name=node.outputs[0].name,
+        **_out(node),
+    )
+
+
+def _pool_pad(node: Node) -> tuple[int, int]:
+    ph, pw = _sym_pad(node.op, node.attrs["padding"])
+    kh, kw = node.attrs["kernel"]
+    if ph > kh // 2 or pw > kw // 2:
+        raise Unsupported(f"{node.op}: padding ({ph}, {pw}) exceeds half the kernel {(kh, kw)}")
+    return ph, pw
+
+
+def _qmax_pool2d(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
+    _no_ceil("qmax_pool2d", node)
+    a = node.attrs
+    return lower_qmax_pool2d(
+        _shape(node, 0),
+        a["kernel"],
+        a["stride"],
+        _pool_pad(node),
+        a["dilation"],
+        target=cfg,
+        name=node.outputs[0].name,
+    )
+
+
+def _qavg_pool2d(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
+    _no_ceil("qavg_pool2d", node)
+    a = node.attrs
+    pad = _pool_pad(node)
+    include = a["count_include_pad"]
+    counts = avg_pool_counts(_shape(node, 0), a["kernel"], a["stride"], pad, include)
+    return lower_qavg_pool2d(
+        _shape(node, 0),
+        a["kernel"],
+        a["stride"],
+        pad,
+        x_zp=a["x_zp"],
+        multipliers=_table(node, counts),
+        count_include_pad=include,
+        target=cfg,
+        name=node.outputs[0].name,
+        **_out(node),
+    )
+
+
+def _qadaptive_avg_pool2d(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
+    x_shape = _shape(node, 0)
+    (h, w), (oh, ow) = x_shape[2:], node.attrs["output_size"]
+    if h % oh or w % ow:
+        raise Unsupported(
+            f"qadaptive_avg_pool2d: input {h}x{w} is not a multiple of output {oh}x{ow} "
+            "(non-uniform adaptive windows are not supported)"
+        )
+    a = node.attrs
+    return lower_qadaptive_avg_pool2d(
+        x_shape,
+        (oh, ow),
+        x_zp=a["x_zp"],
+        multipliers=_table(node, [(h // oh) * (w // ow)]),
+        target=cfg,
+        name=node.outputs[0].name,
+        **_out(node),
+    )
+
+
+LowerFn = Callable[[Node, Graph, NpuConfig], Program]
+
+# op -> (lowering, (input index, region) pairs that are runtime tensors)
+LOWERINGS: Mapping[str, tuple[LowerFn, tuple[tuple[int, str], ...]]] = {
+    "qconv2d": (_qconv2d, ((0, "x"),)),
+    "qlinear": (_qlinear, ((0, "x"),)),
+    "qmatmul": (_qmatmul, ((0, "a"), (1, "b"))),
+    "qadd": (_qadd, ((0, "a"), (1, "b"))),
+    "qmax_pool2d": (_qmax_pool2d, ((0, "x"),)),
+    "qavg_pool2d": (_qavg_pool2d, ((0, "x"),)),
+    "qadaptive_avg_pool2d": (_qadaptive_avg_pool2d, ((0, "x"),)),
+}
+
+SUPPORTED_OPS = frozenset(LOWERINGS) | DATA_MOVEMENT
+
+
+def _precheck(node: Node) -> None:
+    values = [*node.inputs, *node.outputs]
+    if node.op in BOUNDARY or any(v.type.dtype.is_float for v in values):
+        raise Unsupported("float op: runs on ref")
+    if node.op not in SUPPORTED_OPS:
+        raise Unsupported(
+            f"op '{node.op}' has no npu_sim lowering (npu_sim runs {', '.join(sorted(SUPPORTED_OPS))})"
+        )
+    for v in values:
+        if not all(isinstance(d, int) for d in v.type.shape):
+            raise Unsupported(
+                f"'%{v.name}' has symbolic dims {list(v.type.shape)}; npu_sim programs are "
+                "lowered for static shapes"
+            )
+    if node.op in DATA_MOVEMENT and node.inputs[0].type.dtype != DType.i8:
+        raise Unsupported(
+            f"{node.op} on {node.inputs[0].type.dtype.value}: npu_sim moves int8 tensors only"
+        )
+
+
+def lower_node(node: Node, graph: Graph, cfg: NpuConfig) -> Layer:
+    """The layer for `node` of `graph`; raises `Unsupported` with the reason."""
+    _precheck(node)
+    out = node.outputs[0]
+    shape = tuple(int(d) for d in out.type.shape)
+    if node.op in DATA_MOVEMENT:
+        return Layer(out.name, node.op, None, ((node.inputs[0].name, "x"),), out.name, shape)
+    fn, runtime = LOWERINGS[node.op]
+    try:
+        program = fn(node, graph, cfg)
+    except (ValueError, NotImplementedError) as exc:
+        raise Unsupported(f"{node.op}: {exc}") from exc
+    bindings = tuple((node.inputs[i].name, region) for i, region in runtime)
+    return Layer(out.name, node.op, program, bindings, out.name, shape)
+
+
+def check_node(node: Node, graph: Graph, cfg: NpuConfig) -> str | None:
+    """None when npu_sim lowers `node` bit-exactly, else the reason it declines."""
+    try:
+        lower_node(node, graph, cfg)
+    except Unsupported as exc:
+        return str(exc)
+    return None

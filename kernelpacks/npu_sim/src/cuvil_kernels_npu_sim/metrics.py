@@ -1,0 +1,66 @@
+"""Per-layer and per-program metrics and the instruction trace dump."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cuvil_kernels_npu_sim.simulator import SimResult
+
+
+def layer_metrics(result: SimResult) -> dict[str, object]:
+    """cycles, latency_ms, roofline_cycles (max(MACs / peak, compulsory DRAM bytes / bandwidth)),
+    mac_utilization (useful MACs / (cycles * array size)), dram/sram bytes, energy, power."""
+    program, stats = result.program, result.stats
+    cfg = program.config
+    energy = sum(stats.energy_pj.values())
+    seconds = stats.cycles / (cfg.clock_ghz * 1e9)
+    return {
+        "name": program.name,
+        "cycles": stats.cycles,
+        "latency_ms": seconds * 1e3,
+        "roofline_cycles": program.roofline_cycles(),
+        "macs": program.macs,
+        "mac_utilization": program.macs / max(1, stats.cycles * cfg.peak_macs_per_cycle),
+        "dram_bytes": stats.dram_bytes,
+        "sram_bytes": stats.sram_bytes,
+        "energy_pj": energy,
+        "power_w": energy * 1e-12 / seconds if seconds else 0.0,
+        "instructions": stats.instructions,
+        "stalls": dict(stats.stalls),
+    }
+
+
+def program_metrics(results: Sequence[SimResult]) -> dict[str, object]:
+    """Totals over layers run one after another (cycles add up; utilization and power are
+    recomputed from the totals)."""
+    layers = [layer_metrics(r) for r in results]
+    if not layers:
+        raise ValueError("program_metrics: no layer results")
+    cfg = results[0].program.config
+    cycles = sum(int(m["cycles"]) for m in layers)  # type: ignore[call-overload]
+    energy = sum(float(m["energy_pj"]) for m in layers)  # type: ignore[arg-type]
+    seconds = cycles / (cfg.clock_ghz * 1e9)
+    macs = sum(int(m["macs"]) for m in layers)  # type: ignore[call-overload]
+    return {
+        "cycles": cycles,
+        "latency_ms": seconds * 1e3,
+        "roofline_cycles": sum(float(m["roofline_cycles"]) for m in layers),  # type: ignore[arg-type]
+        "macs": macs,
+        "mac_utilization": macs / max(1, cycles * cfg.peak_macs_per_cycle),
+        "dram_bytes": sum(int(m["dram_bytes"]) for m in layers),  # type: ignore[call-overload]
+        "sram_bytes": sum(int(m["sram_bytes"]) for m in layers),  # type: ignore[call-overload]
+        "energy_pj": energy,
+        "power_w": energy * 1e-12 / seconds if seconds else 0.0,
+        "layers": layers,
+    }
+
+
+def trace_text(result: SimResult) -> str:
+    """One line per executed instruction: index, queue, start and end cycle, text (needs
+    `simulate(..., keep_trace=True)`)."""
+    if not result.trace and result.stats.instructions:
+        raise ValueError("trace_text: run simulate(..., keep_trace=True) to record a trace")
+    lines = [f"# {result.program.name}: {result.stats.cycles} cycles"]
+    for t in sorted(result.trace, key=lambda e: (e.start, e.index)):
+        lines.append(f"{t.index:6d} {t.queue.name:<7s} {t.start:>10d} {t.end:>10d}  {t.text}")
+    return "\n".join(lines) + "\n"

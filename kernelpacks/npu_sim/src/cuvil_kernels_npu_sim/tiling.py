@@ -1,0 +1,151 @@
+"""Tile search for convolution-shaped layers (conv, linear, matmul): fit the double-buffered
+scratchpads and minimise estimated cycles, then DRAM traffic (VTA-like).
+
+A tile is (oh_t output rows, ow_t output columns, ci_t input channels, co_t output channels) and
+a loop order: `weights_outer` (co, spatial, ci: each weight tile loaded once when ci is not split)
+or `spatial_outer` (spatial, co, ci: each input tile loaded once when ci is not split). Input
+channels are split only when a full-depth tile cannot fit, and the reduction loop is innermost so
+partial sums stay in the accumulator. Layers larger than every buffer are tiled on all four axes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cuvil_kernels_npu_sim.config import NpuConfig
+
+
+@dataclass(frozen=True)
+class ConvGeometry:
+    """One dense convolution problem (a group pack) in NHWC, per image."""
+
+    batch: int
+    h: int
+    w: int
+    cin: int  # input channels this problem reduces over
+    cout: int
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    ph: int
+    pw: int
+    dh: int
+    dw: int
+
+    @property
+    def oh(self) -> int:
+        return (self.h + 2 * self.ph - self.dh * (self.kh - 1) - 1) // self.sh + 1
+
+    @property
+    def ow(self) -> int:
+        return (self.w + 2 * self.pw - self.dw * (self.kw - 1) - 1) // self.sw + 1
+
+    def in_rows(self, oh_t: int) -> int:
+        return (oh_t - 1) * self.sh + (self.kh - 1) * self.dh + 1
+
+    def in_cols(self, ow_t: int) -> int:
+        return (ow_t - 1) * self.sw + (self.kw - 1) * self.dw + 1
+
+
+@dataclass(frozen=True)
+class ConvTiling:
+    oh_t: int
+    ow_t: int
+    ci_t: int
+    co_t: int
+    order: str  # "weights_outer" | "spatial_outer"
+    est_cycles: float
+    dram_bytes: int
+
+
+def _splits(total: int, tile: int) -> list[int]:
+    return [min(tile, total - s) for s in range(0, total, tile)]
+
+
+def _fits(g: ConvGeometry, cfg: NpuConfig, oh_t: int, ow_t: int, ci_t: int, co_t: int) -> bool:
+    ih, iw = g.in_rows(oh_t), g.in_cols(ow_t)
+    return (
+        ih * iw * ci_t <= cfg.inp_bytes // 2
+        and g.kh * g.kw * ci_t * co_t <= cfg.wgt_bytes // 2
+        and oh_t * ow_t * co_t <= cfg.acc_words // 2
+        and 3 * co_t <= cfg.tbl_words // 2
+        and ih <= 1023
+        and iw <= 1023
+        and ci_t <= 1023
+        and co_t <= 1365
+        and g.kh * g.kw <= 1023
+        and oh_t <= 1023
+        and ow_t <= 1023
+        and g.sh * iw * ci_t < 1 << 20
+        and g.dh * iw * ci_t * g.kh < 1 << 20
+        and ow_t * co_t < 1 << 16
+    )
+
+
+def _estimate(
+    g: ConvGeometry, cfg: NpuConfig, oh_t: int, ow_t: int, ci_t: int, co_t: int, order: str
+) -> tuple[float, int]:
+    rows, cols, bw = cfg.array_rows, cfg.array_cols, cfg.dram_bytes_per_cycle
+    n_sp = g.batch * -(-g.oh // oh_t) * -(-g.ow // ow_t)
+    co_lens, ci_lens = _splits(g.cout, co_t), _splits(g.cin, ci_t)
+    n_co, n_ci = len(co_lens), len(ci_lens)
+    in_pass = n_sp * g.in_rows(oh_t) * g.in_cols(ow_t) * g.cin
+    w_total = g.kh * g.kw * g.cin * g.cout
+    out_total = g.batch * g.oh * g.ow * g.cout
+    if order == "weights_outer":
+        inp = n_co * in_pass
+        wgt = w_total if n_ci == 1 or n_sp == 1 else n_sp * w_total
+    else:
+        inp = in_pass if n_ci == 1 else n_co * in_pass
+        wgt = w_total if n_co * n_ci == 1 or n_sp == 1 else n_sp * w_total
+    dram = inp + wgt + out_total + 12 * g.cout
+    m = g.batch * g.oh * g.ow / n_sp
+    folds = sum(-(-g.kw * ci // rows) * -(-co // cols) for ci in ci_lens for co in co_lens)
+    n_steps = n_sp * n_co * n_ci
+    compute = n_sp * (g.kh * folds * max(m, rows) + n_ci * n_co * (2 * rows + cols + 20))
+    compute += out_total / cfg.alu_lanes
+    first = (g.in_rows(oh_t) * g.in_cols(ow_t) * ci_t + g.kh * g.kw * ci_t * co_t) / bw
+    last = oh_t * ow_t * co_t / bw
+    est = max(compute, dram / bw) + first + last + 2 * cfg.dram_latency + 8 * n_steps
+    return est, dram
+
+
+def search_conv_tiling(g: ConvGeometry, cfg: NpuConfig) -> ConvTiling:
+    """The best-estimated tiling that fits; ValueError naming the layer shape if none does."""
+    rows, cols = cfg.array_rows, cfg.array_cols
+    small = {1 << i for i in range(10)}  # below one array width, only when nothing else fits
+    co_opts = sorted(
+        {g.cout}
+        | set(range(cols, min(g.cout, 1365), cols))
+        | {v for v in small if v < min(cols, g.cout)}
+    )
+    ci_all = sorted(
+        {g.cin}
+        | set(range(rows, min(g.cin, 1023), rows))
+        | {v for v in small if v < min(rows, g.cin)},
+        reverse=True,
+    )
+    ow_opts = sorted({-(-g.ow // j) for j in range(1, 65)}, reverse=True)
+    best: ConvTiling | None = None
+    for order in ("weights_outer", "spatial_outer"):
+        for co_t in co_opts:
+            for ci_t in ci_all:
+                ow_fit = [o for o in ow_opts if _fits(g, cfg, 1, o, ci_t, co_t)]
+                if not ow_fit:
+                    continue
+                ow_t = ow_fit[0]
+                oh_max = max(
+                    (h for h in range(1, g.oh + 1) if _fits(g, cfg, h, ow_t, ci_t, co_t)), default=0
+                )
+                if oh_max == 0:
+                    continue
+                for oh_t in sorted({min(oh_max, -(-g.oh // j)) for j in range(1, 17)}):
+                    est, dram = _estimate(g, cfg, oh_t, ow_t, ci_t, co_t, order)
+                    cand = ConvTiling(oh_t, ow_t, ci_t, co_t, order, est, dram)
+                    if best is None or (est, dram) < (best.est_cycles, best.dram_bytes):
+                        best = cand
+                break  # split input channels only when the full depth does not fit
+    if best is None:
+        raise ValueError(f"no tiling of {g} fits the {cfg.name} scratchpads")
+    return best
