@@ -78,7 +78,8 @@ class CompiledProgram:
 
     def report(self) -> dict[str, Any]:
         data = dict(self.report_data)
-        data["target"] = self.target.to_json()
+        data["target"] = self.target.name
+        data["target_spec"] = self.target.to_json()
         data["partitions"] = self.plan.report()
         metrics: dict[str, Any] = {}
         for i, lp in enumerate(self.lowered):

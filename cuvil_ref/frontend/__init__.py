@@ -1,0 +1,187 @@
+"""The PyTorch frontend: ``torch_to_cuvilir(model, ...)`` captures a model as a Cuvil Module.
+
+Two capture paths share one op table (``op_table.py``): ``capture="fx"`` (``torch.fx`` symbolic
+tracing: call_module / call_function / call_method nodes) and ``capture="export"``
+(``torch.export``: high-level ATen). Weights become constants named by their parameter path; every
+node carries provenance (torch node, module path, the user's source line).
+
+The output structure (tensor, tuple, list, dict, nested) is kept in
+``module.metadata["output_structure"]`` as a Python literal whose leaves are output indices, e.g.
+``"(0, [1, 2])"``; ``output_structure(module)`` reads it back.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from cuvil_ref.errors import CaptureError
+from cuvil_ref.ir.dtypes import DType
+from cuvil_ref.ir.graph import Module, Value
+from cuvil_ref.ir.types import TensorType
+from cuvil_ref.ir.verifier import verify
+
+CAPTURES = ("fx", "export")
+
+DynamicDims = Mapping[int, str] | Sequence[Mapping[int, str] | None] | None
+
+
+def torch_to_cuvilir(
+    model: Any,
+    input_shape: Sequence[int] | Sequence[Sequence[int]] | None = None,
+    example_inputs: Any = None,
+    capture: str = "fx",
+    dynamic_dims: DynamicDims = None,
+    dynamic_batch: bool = False,
+    dtype: Any = None,
+    name: str | None = None,
+) -> Module:
+    """Capture ``model`` (an ``nn.Module`` in eval mode) as a verified Cuvil Module.
+
+    Give either ``input_shape`` (one shape, or a list of shapes for several inputs; inputs are
+    ``dtype``, default float32) or ``example_inputs`` (a tensor or a tuple of tensors/arrays).
+    ``dynamic_dims={0: "batch"}`` makes those dims symbolic in every input (or pass a list with
+    one dict per input); ``dynamic_batch=True`` is ``{0: "batch"}``.
+    """
+    import torch
+
+    from cuvil_ref.frontend.context import dtype_from_torch
+    from cuvil_ref.frontend.errors import training_mode_error
+
+    if not isinstance(model, torch.nn.Module):
+        raise CaptureError(f"expected a torch.nn.Module, got {type(model).__name__}")
+    if capture not in CAPTURES:
+        raise CaptureError(f"capture={capture!r} is not one of {list(CAPTURES)}")
+    training = [(p, type(m).__name__) for p, m in model.named_modules() if m.training]
+    if training:
+        raise training_mode_error(training)
+    examples = _examples(input_shape, example_inputs, dtype)
+    dynamic = _dynamic(dynamic_dims, dynamic_batch, len(examples))
+    types = []
+    for i, (x, dyn) in enumerate(zip(examples, dynamic)):
+        shape: list[int | str] = list(x.shape)
+        for axis, sym in dyn.items():
+            if not -len(shape) <= axis < len(shape):
+                raise CaptureError(
+                    f"dynamic_dims for input {i}: axis {axis} is out of range for shape "
+                    f"{list(x.shape)}"
+                )
+            shape[axis] = sym
+        types.append(TensorType(tuple(shape), dtype_from_torch(x.dtype)))
+    if capture == "fx":
+        from cuvil_ref.frontend.fx_capture import capture_fx
+
+        cx, inputs, structure = capture_fx(model, types)
+    else:
+        from cuvil_ref.frontend.export_capture import capture_export
+
+        cx, inputs, structure = capture_export(model, examples, types, dynamic)
+    outputs: list[Value] = []
+    literal = _encode(structure, outputs)
+    graph = cx.builder.build(outputs)
+    module = Module(
+        graph,
+        name=name or type(model).__name__,
+        metadata={
+            "producer": "cuvil_ref.frontend",
+            "capture": capture,
+            "torch_version": torch.__version__,
+            "output_structure": literal,
+        },
+    )
+    verify(module)
+    return module
+
+
+def output_structure(module: Module) -> Any:
+    """The model's output structure with output indices as leaves (``0`` for one tensor)."""
+    text = module.metadata.get("output_structure")
+    if text is None:
+        return 0 if len(module.outputs) == 1 else tuple(range(len(module.outputs)))
+    return ast.literal_eval(text)
+
+
+def _encode(structure: Any, outputs: list[Value]) -> str:
+    """Collect the Values of ``structure`` into ``outputs``; return its literal with indices."""
+    if isinstance(structure, Value):
+        outputs.append(structure)
+        return str(len(outputs) - 1)
+    if isinstance(structure, tuple):
+        items = [_encode(s, outputs) for s in structure]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if isinstance(structure, list):
+        return "[" + ", ".join(_encode(s, outputs) for s in structure) + "]"
+    if isinstance(structure, dict):
+        return "{" + ", ".join(f"{k!r}: {_encode(v, outputs)}" for k, v in structure.items()) + "}"
+    raise CaptureError(
+        f"the model returns {type(structure).__name__} {structure!r}; Cuvil graphs return tensors "
+        "(in tuples, lists or dicts)"
+    )
+
+
+def _examples(input_shape: Any, example_inputs: Any, dtype: Any) -> list[Any]:
+    import torch
+
+    if (input_shape is None) == (example_inputs is None):
+        raise CaptureError("give exactly one of input_shape=... or example_inputs=...")
+    if example_inputs is not None:
+        items = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+        out = []
+        for x in items:
+            if isinstance(x, np.ndarray):
+                x = torch.from_numpy(x)
+            if not isinstance(x, torch.Tensor):
+                raise CaptureError(
+                    f"example inputs must be tensors or numpy arrays, got {type(x).__name__}"
+                )
+            out.append(x)
+        return out
+    shapes = input_shape
+    if all(isinstance(d, int) for d in shapes):
+        shapes = [shapes]
+    tdtype = dtype if dtype is not None else torch.float32
+    if isinstance(tdtype, (str, DType)):
+        tdtype = getattr(
+            torch,
+            {
+                "f32": "float32",
+                "f16": "float16",
+                "bf16": "bfloat16",
+                "i64": "int64",
+                "i32": "int32",
+            }[DType(tdtype).value],
+        )
+    gen = torch.Generator().manual_seed(0)
+    return [
+        torch.randn(*s, generator=gen).to(tdtype)
+        if tdtype.is_floating_point
+        else torch.zeros(*s, dtype=tdtype)
+        for s in shapes
+    ]
+
+
+def _dynamic(dynamic_dims: DynamicDims, dynamic_batch: bool, n: int) -> list[dict[int, str]]:
+    if dynamic_dims is None:
+        return [{0: "batch"} if dynamic_batch else {} for _ in range(n)]
+    if isinstance(dynamic_dims, Mapping):
+        per = [dict(dynamic_dims) for _ in range(n)]
+    else:
+        per = [dict(d or {}) for d in dynamic_dims]
+        if len(per) != n:
+            raise CaptureError(f"dynamic_dims has {len(per)} entries for {n} inputs")
+    for d in per:
+        for axis, sym in d.items():
+            if not isinstance(axis, int) or not isinstance(sym, str) or not sym.isidentifier():
+                raise CaptureError(
+                    "dynamic_dims entries map an axis (int) to a symbol name, "
+                    f"got {axis!r}: {sym!r}"
+                )
+        if dynamic_batch:
+            d.setdefault(0, "batch")
+    return per
+
+
+__all__ = ["CAPTURES", "output_structure", "torch_to_cuvilir"]

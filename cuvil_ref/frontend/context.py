@@ -1,0 +1,190 @@
+"""The conversion context shared by both capture paths and the op table.
+
+A converter receives a :class:`Converter` and the torch call's arguments, in which every tensor
+has already been replaced by its IR :class:`Value`, and returns a Value, a tuple of Values or a
+plain Python object (a shape, an int, a dtype). Sizes read from a symbolic dim are
+:class:`SymDim` objects so that Python arithmetic on them (``d // heads``, ``b * t``) keeps working.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cuvil_ref.errors import CaptureError
+from cuvil_ref.ir.builder import GraphBuilder
+from cuvil_ref.ir.dtypes import DType
+from cuvil_ref.ir.graph import Provenance, Value
+
+
+@dataclass(frozen=True)
+class SymDim:
+    """A size known only at run time: a named symbol (``batch``) or an expression of symbols.
+
+    Only a plain symbol can appear in an IR shape; an expression (``batch*4``) becomes ``-1`` in a
+    reshape, where the op infers it.
+    """
+
+    expr: str
+    name: str | None = None
+
+    @staticmethod
+    def of(dim: int | str) -> int | SymDim:
+        return SymDim(dim, dim) if isinstance(dim, str) else dim
+
+    def _combine(self, op: str, other: Any, swap: bool = False) -> SymDim:
+        if not isinstance(other, (int, SymDim)) or isinstance(other, bool):
+            return NotImplemented
+        a, b = (other, self) if swap else (self, other)
+        ea = a.expr if isinstance(a, SymDim) else str(a)
+        eb = b.expr if isinstance(b, SymDim) else str(b)
+        return SymDim(f"({ea}{op}{eb})")
+
+    def __add__(self, o: Any) -> SymDim:
+        return self if o == 0 else self._combine("+", o)
+
+    def __radd__(self, o: Any) -> SymDim:
+        return self if o == 0 else self._combine("+", o, True)
+
+    def __sub__(self, o: Any) -> SymDim:
+        return self if o == 0 else self._combine("-", o)
+
+    def __rsub__(self, o: Any) -> SymDim:
+        return self._combine("-", o, True)
+
+    def __mul__(self, o: Any) -> SymDim:
+        return self if o == 1 else self._combine("*", o)
+
+    def __rmul__(self, o: Any) -> SymDim:
+        return self if o == 1 else self._combine("*", o, True)
+
+    def __floordiv__(self, o: Any) -> SymDim:
+        return self if o == 1 else self._combine("//", o)
+
+    def __rfloordiv__(self, o: Any) -> SymDim:
+        return self._combine("//", o, True)
+
+    def __eq__(self, o: object) -> bool:
+        return isinstance(o, SymDim) and o.expr == self.expr
+
+    def __hash__(self) -> int:
+        return hash(self.expr)
+
+    def __index__(self) -> int:
+        raise CaptureError(
+            f"the size '{self.expr}' is dynamic but is used as a Python int here; make that dim "
+            "static (drop it from dynamic_dims) or use tensor ops instead of Python arithmetic"
+        )
+
+    def __str__(self) -> str:
+        return self.expr
+
+
+def ir_dim(d: Any) -> int | str:
+    """An IR dim (int or symbol name) from an int, a SymDim or a torch SymInt-like value."""
+    if isinstance(d, SymDim):
+        if d.name is None:
+            raise CaptureError(f"the dynamic size '{d.expr}' cannot be a static dim of a type")
+        return d.name
+    return int(d)
+
+
+def reshape_dims(sizes: Sequence[Any]) -> tuple[int | str, ...]:
+    """A reshape target: ints, symbol names, and at most one -1 (an expression becomes -1)."""
+    out: list[int | str] = []
+    for s in sizes:
+        if isinstance(s, SymDim):
+            out.append(s.name if s.name is not None else -1)
+        else:
+            out.append(int(s))
+    if out.count(-1) > 1:
+        raise CaptureError(
+            f"reshape to {[str(s) for s in sizes]}: more than one size is unknown at capture time;"
+            " give all but one as static ints or as the input's own dynamic dims"
+        )
+    return tuple(out)
+
+
+class Converter:
+    """Wraps a GraphBuilder: emits ops with the current node's provenance and holds weights."""
+
+    def __init__(self) -> None:
+        self.builder = GraphBuilder()
+        self.provenance: Provenance | None = None
+        self.node_name: str = "v"
+        self._named_constants: dict[str, Value] = {}
+
+    def op(self, op: str, inputs: Sequence[Value | None], **attrs: Any) -> Value:
+        """Emit one single-output op (``None`` inputs are dropped: absent optional operands)."""
+        ins = [v for v in inputs if v is not None]
+        return self.builder.op(op, ins, attrs, name=self.node_name, provenance=self.provenance)
+
+    def op_multi(self, op: str, inputs: Sequence[Value], **attrs: Any) -> tuple[Value, ...]:
+        return self.builder.op_multi(
+            op, list(inputs), attrs, name=self.node_name, provenance=self.provenance
+        )
+
+    def weight(self, name: str, tensor: Any) -> Value:
+        """A named constant for a parameter or buffer (shared when the same path recurs)."""
+        if name not in self._named_constants:
+            self._named_constants[name] = self.builder.constant(name, to_numpy(tensor))
+        return self._named_constants[name]
+
+    def constant(self, array: Any, hint: str = "const") -> Value:
+        return self.builder.constant(hint, to_numpy(array))
+
+    def scalar(self, value: Any, like: Value | None = None) -> Value:
+        """A 0-d constant for a Python scalar, typed as PyTorch would for ``tensor op scalar``:
+        the tensor's dtype, except a float scalar with an integer/bool tensor gives f32."""
+        if isinstance(value, Value):
+            return value
+        if isinstance(value, SymDim):
+            raise CaptureError(
+                f"the dynamic size '{value.expr}' is used as a tensor value; make it static"
+            )
+        dtype = like.type.dtype if like is not None else None
+        if isinstance(value, bool):
+            dt = dtype if dtype is not None else DType.bool
+        elif isinstance(value, int):
+            dt = dtype if dtype is not None and dtype != DType.bool else DType.i64
+        else:
+            floaty = dtype is not None and dtype.numpy.kind == "f" or dtype == DType.bf16
+            dt = dtype if floaty else DType.f32
+        return self.builder.constant("scalar", np.asarray(value, dtype=dt.numpy))
+
+
+def to_numpy(tensor: Any) -> np.ndarray:
+    """A numpy copy of a torch tensor (or array-like); bf16 goes through ml_dtypes."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return np.asarray(tensor)
+    if isinstance(tensor, torch.Tensor):
+        t = tensor.detach().cpu()
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).numpy().view(DType.bf16.numpy).copy()
+        return t.numpy().copy()
+    return np.asarray(tensor)
+
+
+def dtype_from_torch(dtype: Any) -> DType:
+    """The Cuvil DType of a torch dtype; unsupported ones raise CaptureError naming them."""
+    import torch
+
+    table = {
+        torch.float32: DType.f32,
+        torch.float16: DType.f16,
+        torch.bfloat16: DType.bf16,
+        torch.int8: DType.i8,
+        torch.uint8: DType.u8,
+        torch.int32: DType.i32,
+        torch.int64: DType.i64,
+        torch.bool: DType.bool,
+    }
+    if dtype not in table:
+        names = ", ".join(str(t) for t in table)
+        raise CaptureError(f"torch dtype {dtype} is not supported by Cuvil; supported: {names}")
+    return table[dtype]

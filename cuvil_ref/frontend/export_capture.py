@@ -1,0 +1,166 @@
+"""Capture with ``torch.export.export``: convert the high-level ATen graph via ``ATEN_TABLE``.
+
+We deliberately do *not* call ``run_decompositions()``: the exported graph then holds one node per
+layer (``aten.conv2d``, ``aten.batch_norm``, ``aten.linear``, ``aten.softmax``...), which maps
+one-to-one onto Cuvil ops. Parameters and buffers arrive as placeholders; the graph signature
+names their parameter paths, which become the constants' names. Dynamic dims use ``Dim``.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from torch.export import Dim, ExportedProgram
+from torch.export.graph_signature import InputKind
+from torch.utils import _pytree as pytree
+
+from cuvil_ref.errors import CaptureError, CuvilError
+from cuvil_ref.frontend.context import Converter
+from cuvil_ref.frontend.errors import Location, exception_source, located, unsupported
+from cuvil_ref.frontend.op_table import ATEN_TABLE, FUNCTION_TABLE, supported_names
+from cuvil_ref.frontend.source_lines import user_frame
+from cuvil_ref.ir.graph import Value
+from cuvil_ref.ir.types import TensorType
+
+
+def _widen(x: torch.Tensor, axes: Sequence[int]) -> torch.Tensor:
+    """Give each dynamic axis a size >= 2: torch.export specializes sizes 0 and 1."""
+    for a in axes:
+        if x.shape[a] < 2:
+            reps = [1] * x.dim()
+            reps[a] = 2 if x.shape[a] == 1 else 0
+            x = x.repeat(*reps) if x.shape[a] == 1 else torch.zeros_like(x).narrow(a, 0, 0)
+    return x
+
+
+def export(
+    model: torch.nn.Module, example: Sequence[torch.Tensor], dynamic: Sequence[Mapping[int, str]]
+) -> ExportedProgram:
+    """Run torch.export with a ``Dim`` per symbol name; failures become CaptureError."""
+    dims: dict[str, Any] = {}
+    shapes = []
+    args = []
+    for x, dyn in zip(example, dynamic):
+        shapes.append({a: dims.setdefault(n, Dim(n)) for a, n in dyn.items()} if dyn else None)
+        args.append(_widen(x, list(dyn)) if dyn else x)
+    try:
+        return torch.export.export(
+            model, tuple(args), dynamic_shapes=tuple(shapes) if any(dynamic) else None
+        )
+    except Exception as exc:
+        src = exception_source(exc)
+        where = f" at {src.describe()}" if src else ""
+        lines = [ln for ln in str(exc).splitlines() if ln.strip()][:6]
+        raise CaptureError(
+            f"torch.export could not export {type(model).__name__}{where}: "
+            f"{type(exc).__name__}: {' '.join(lines)}. Make the failing code traceable "
+            "(no data-dependent Python branches; for dynamic dims, no code that fixes their "
+            "size), or try capture='fx'"
+        ) from exc
+
+
+def _location(node: torch.fx.Node) -> Location:
+    stack = node.meta.get("nn_module_stack")
+    path = list(stack.values())[-1][0] if stack else None
+    return Location(node.name, path or None, user_frame(node.meta.get("stack_trace")))
+
+
+def _aten_name(target: Any) -> str | None:
+    schema = getattr(target, "_schema", None)
+    return schema.name if schema is not None else None
+
+
+def convert_program(
+    ep: ExportedProgram, input_types: Sequence[TensorType]
+) -> tuple[Converter, list[Value], Any]:
+    """Convert an ExportedProgram; returns the converter, input values and output structure."""
+    cx = Converter()
+    specs = {s.arg.name: s for s in ep.graph_signature.input_specs if hasattr(s.arg, "name")}
+    env: dict[torch.fx.Node, Any] = {}
+    inputs: list[Value] = []
+    known = supported_names()
+    outputs: list[Any] = []
+    for node in ep.graph.nodes:
+        where = _location(node)
+        cx.provenance, cx.node_name = where.provenance(), node.name
+        if node.op == "placeholder":
+            spec = specs.get(node.name)
+            if spec is None or spec.kind == InputKind.USER_INPUT:
+                if len(inputs) >= len(input_types):
+                    raise CaptureError(
+                        f"the exported program has more inputs than given ('{node.name}')"
+                    )
+                value = cx.builder.input(node.name, input_types[len(inputs)])
+                inputs.append(value)
+                env[node] = value
+            elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
+                env[node] = cx.weight(
+                    spec.target,
+                    ep.state_dict[spec.target]
+                    if spec.target in ep.state_dict
+                    else ep.constants[spec.target],
+                )
+            elif spec.kind == InputKind.CONSTANT_TENSOR:
+                env[node] = cx.weight(spec.target, ep.constants[spec.target])
+            else:
+                raise CaptureError(
+                    f"exported input '{node.name}' of kind {spec.kind.name} is not supported"
+                )
+            continue
+        if node.op == "output":
+            outputs = [env[n] if isinstance(n, torch.fx.Node) else n for n in node.args[0]]
+            break
+        if node.op != "call_function":
+            raise unsupported(f"{node.op} {node.target}", where, known)
+        args = torch.fx.node.map_arg(node.args, lambda n: env[n])
+        kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
+        name = _aten_name(node.target)
+        if name is not None:
+            convert = ATEN_TABLE.get(name)
+            label = str(node.target)
+        else:
+            convert = (
+                FUNCTION_TABLE.get(node.target)
+                if node.target
+                in (
+                    operator.getitem,
+                    operator.add,
+                    operator.sub,
+                    operator.mul,
+                    operator.floordiv,
+                    operator.truediv,
+                    operator.neg,
+                )
+                else None
+            )
+            label = getattr(node.target, "__name__", str(node.target))
+        if convert is None:
+            raise unsupported(label, where, known)
+        try:
+            env[node] = convert(cx, *args, **kwargs)
+        except CuvilError as exc:
+            raise located(exc, label, where) from exc
+        except (TypeError, ValueError, IndexError, KeyError) as exc:
+            raise located(
+                CaptureError(f"unsupported arguments: {type(exc).__name__}: {exc}"), label, where
+            ) from exc
+        if name is not None and name.endswith("_") and node.args:
+            first = node.args[0]
+            if isinstance(first, torch.fx.Node):
+                env[first] = env[node]  # in-place ATen op: later reads see the new value
+    user_outputs = outputs[: len(ep.graph_signature.user_outputs)]
+    spec = ep.call_spec.out_spec
+    structure = pytree.tree_unflatten(user_outputs, spec) if spec is not None else user_outputs
+    return cx, inputs, structure
+
+
+def capture_export(
+    model: torch.nn.Module,
+    example: Sequence[torch.Tensor],
+    input_types: Sequence[TensorType],
+    dynamic: Sequence[Mapping[int, str]],
+) -> tuple[Converter, list[Value], Any]:
+    return convert_program(export(model, example, dynamic), input_types)

@@ -1,0 +1,163 @@
+"""``CompiledModule``: a compiled model that is called exactly like the original one.
+
+It binds the call's arguments to the model's ``forward`` signature, checks them against the IR's
+input types (count, rank, static sizes, symbolic sizes consistent across inputs, dtype), runs the
+program on its target and rebuilds the model's output structure (tensor, tuple, list, dict,
+nested). Torch tensors in give torch tensors out; numpy arrays in give numpy arrays out.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from cuvil_ref.errors import InputError
+from cuvil_ref.frontend import output_structure
+from cuvil_ref.ir.graph import Module
+from cuvil_ref.ir.types import format_shape
+from cuvil_ref.program import CompiledProgram
+
+
+class CompiledModule:
+    """A captured, compiled model bound to a target; call it like the original model."""
+
+    def __init__(
+        self,
+        program: CompiledProgram,
+        *,
+        capture: str,
+        signature: inspect.Signature | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        self.program = program
+        self._capture = capture
+        self._signature = signature
+        self._options = dict(options or {})
+        self._structure = output_structure(program.module)
+
+    @property
+    def module(self) -> Module:
+        """The compiled (optimized, possibly quantized) IR module: the oracle for this model."""
+        return self.program.module
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        values = self._bind(args, kwargs)
+        arrays, torch_in = [], False
+        for x in values:
+            array, is_torch = _to_numpy(x)
+            torch_in = torch_in or is_torch
+            arrays.append(array)
+        self.check_inputs(arrays)
+        outs = self.program.run(arrays)
+        if torch_in:
+            import torch
+
+            outs = [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
+        return _rebuild(self._structure, outs)
+
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+        n = len(self.module.inputs)
+        if self._signature is None or not kwargs:
+            if kwargs:
+                raise InputError(
+                    f"keyword arguments {sorted(kwargs)} given, but the model's "
+                    "signature is unknown; pass inputs positionally"
+                )
+            if len(args) != n:
+                raise InputError(self._count_message(len(args)))
+            return list(args)
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise InputError(f"cannot bind the call to the model's signature: {exc}") from exc
+        values = list(bound.arguments.values())
+        if len(values) != n:
+            raise InputError(self._count_message(len(values)))
+        return values
+
+    def _count_message(self, got: int) -> str:
+        want = ", ".join(f"{v.name}: {v.type}" for v in self.module.inputs)
+        return f"expected {len(self.module.inputs)} inputs ({want}), received {got}"
+
+    def check_inputs(self, arrays: Sequence[np.ndarray]) -> None:
+        """Raise InputError stating expected vs received count, shape or dtype."""
+        if len(arrays) != len(self.module.inputs):
+            raise InputError(self._count_message(len(arrays)))
+        bound: dict[str, tuple[int, str]] = {}
+        for i, (v, a) in enumerate(zip(self.module.inputs, arrays)):
+            want = v.type
+            label = f"input {i} ('{v.name}')"
+            if a.dtype != want.dtype.numpy:
+                raise InputError(
+                    f"{label}: expected dtype {want.dtype.value}, received {a.dtype} "
+                    f"(shape {list(a.shape)})"
+                )
+            ok = a.ndim == len(want.shape)
+            for d, size in zip(want.shape, a.shape):
+                if isinstance(d, int):
+                    ok = ok and d == size
+                elif d in bound and bound[d][0] != size:
+                    raise InputError(
+                        f"{label}: dim '{d}' is {size} here but {bound[d][0]} in {bound[d][1]}"
+                    )
+                else:
+                    bound[d] = (int(size), label)
+            if not ok:
+                raise InputError(
+                    f"{label}: expected shape [{format_shape(want.shape)}] (symbolic dims accept "
+                    f"any size), received {list(a.shape)}"
+                )
+
+    def run_async(self, *args: Any, **kwargs: Any) -> concurrent.futures.Future:
+        """Like calling the module, but returns a Future (the brief's launch_async)."""
+        return _POOL.submit(self, *args, **kwargs)
+
+    def report(self) -> dict[str, Any]:
+        """target, partitions, per-pass timings, memory, quantization, cache and pack metrics."""
+        data = self.program.report()
+        data["capture"] = self._capture
+        data["options"] = dict(self._options)
+        return data
+
+    def save(self, path: str, **kwargs: Any) -> None:
+        """Write the compiled IR as a ``.cuvilir`` artifact (target and options in meta.json)."""
+        kwargs.setdefault("target", self.program.target.to_json())
+        kwargs.setdefault("options", {"opt_level": self.program.report_data.get("opt_level")})
+        self.module.save(path, **kwargs)
+
+    def __repr__(self) -> str:
+        ins = ", ".join(str(v.type) for v in self.module.inputs)
+        return f"CompiledModule(@{self.module.name}({ins}), target={self.program.target.name!r})"
+
+
+_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="cuvil-call")
+
+
+def _to_numpy(x: Any) -> tuple[np.ndarray, bool]:
+    if isinstance(x, np.ndarray):
+        return x, False
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        torch = None
+    if torch is not None and isinstance(x, torch.Tensor):
+        from cuvil_ref.frontend.context import to_numpy
+
+        return to_numpy(x), True
+    raise InputError(f"inputs must be torch tensors or numpy arrays, received {type(x).__name__}")
+
+
+def _rebuild(structure: Any, outs: list[Any]) -> Any:
+    if isinstance(structure, int):
+        return outs[structure]
+    if isinstance(structure, tuple):
+        return tuple(_rebuild(s, outs) for s in structure)
+    if isinstance(structure, list):
+        return [_rebuild(s, outs) for s in structure]
+    if isinstance(structure, dict):
+        return {k: _rebuild(v, outs) for k, v in structure.items()}
+    raise InputError(f"bad output structure {structure!r}")
