@@ -18,8 +18,10 @@ def main(path: str) -> None:
     for b in data["benchmarks"]:
         groups.setdefault(b["group"] or "-", []).append(b)
     machine = data.get("machine_info", {})
-    print(f"Machine: {machine.get('cpu', {}).get('brand_raw', '?')}, "
-          f"{machine.get('cpu', {}).get('count', '?')} cores; {data.get('datetime', '')}\n")
+    print(
+        f"Machine: {machine.get('cpu', {}).get('brand_raw', '?')}, "
+        f"{machine.get('cpu', {}).get('count', '?')} cores; {data.get('datetime', '')}\n"
+    )
     for group, rows in groups.items():
         base = next((r for r in rows if any(k in r["name"] for k in BASELINES)), None)
         print(f"### {group}\n")
@@ -29,8 +31,10 @@ def main(path: str) -> None:
             med = r["stats"]["median"]
             ratio = f"{med / base['stats']['median']:.2f}x" if base else "-"
             extra = ", ".join(f"{k}={v}" for k, v in r.get("extra_info", {}).items())
-            print(f"| {r['name']} | {med * 1e3:.1f} ms | {r['stats']['min'] * 1e3:.1f} ms | "
-                  f"{ratio} | {extra} |")
+            print(
+                f"| {r['name']} | {med * 1e3:.1f} ms | {r['stats']['min'] * 1e3:.1f} ms | "
+                f"{ratio} | {extra} |"
+            )
         print()
 
 

@@ -9,10 +9,12 @@ from cuvil_ref.ops import (  # noqa: F401  (imported to register their ops)
     activations,
     conv,
     elementwise,
+    fused,
     indexing,
     linalg,
     normalization,
     pooling,
+    quantized,
     reductions,
     shape_ops,
 )

@@ -1,0 +1,564 @@
+"""Post-training int8 rewrite of a calibrated float graph into integer ops.
+
+Conceptually every calibrated float value gets a quantize/dequantize pair, and each
+``dq -> op -> q`` pattern around a heavy op is folded into one integer op whose scales and zero
+points become constants (weights, int32 biases) and attributes (multipliers, shifts, clamp bounds).
+The rewrite does exactly that in one forward walk, materializing a pair only where it survives:
+each original value has a float version, an int8 version, or both, and a ``quantize`` or
+``dequantize`` node is emitted the first time the missing version is needed.
+
+* Requantizing ops (conv2d, linear, matmul, add, mul, concat, avg/adaptive-avg pooling) always
+  become integer ops; conv2d/linear/matmul/add/mul also absorb a following relu/relu6 (only user)
+  into their clamp bounds, with the output range calibrated after the activation.
+* Pass-through ops (max_pool2d, flatten, reshape... and a standalone relu/relu6 as an integer clamp)
+  run on int8 with the input's scale and zero point, when their input already is int8.
+* Anything else stays float: its inputs are dequantized, and its output is quantized again when an
+  integer op reads it. The per-node report says why.
+
+Weights are symmetric int8 (per output channel or per tensor), biases int32 at scale
+``s_in * s_w[c]``; every accumulating op passes ``check_accumulator_bound`` with its real bias.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cuvil_ref.errors import QuantizationError
+from cuvil_ref.ir.builder import GraphBuilder
+from cuvil_ref.ir.dtypes import DType
+from cuvil_ref.ir.graph import Graph, Node, Value
+from cuvil_ref.ir.types import QuantParams
+from cuvil_ref.ops import REGISTRY, get_op
+from cuvil_ref.ops.quantized import adaptive_windows
+from cuvil_ref.passes.dce import eliminate_dead_code
+from cuvil_ref.quant import arith
+from cuvil_ref.quant.observers import PerChannelMinMaxObserver
+
+#: Ops that run unchanged on int8 data, keeping the input's scale and zero point.
+PASS_THROUGH = frozenset({"flatten", "reshape", "squeeze", "unsqueeze", "identity"})
+ACTIVATIONS = frozenset({"relu", "relu6"})
+
+
+class Fallback(Exception):  # noqa: N818  (control flow, never escapes this module)
+    """Raised by a rule to keep its node in float; the message is the report's reason."""
+
+
+@dataclass(frozen=True)
+class QValue:
+    """The int8 version of an original value: the new IR value and its scale and zero point."""
+
+    value: Value
+    scale: np.float32
+    zp: int
+
+
+def fold_batch_norm(graph: Graph) -> Graph:
+    """Fold ``batch_norm`` into the preceding ``conv2d`` when the conv's output feeds only it and
+    every parameter is a constant: ``w' = w * g``, ``b' = (b - mean) * g + beta`` with
+    ``g = weight / sqrt(var + eps)`` (float64 host math, stored as float32)."""
+    users, consts = graph.users(), graph.constants
+    producer = graph.producers()
+    outputs = {v.name for v in graph.outputs}
+    new_consts = dict(consts)
+    folded: dict[str, Node] = {}  # conv output name -> replacement conv (named like the BN output)
+    drop: set[int] = set()
+    for bn in graph.nodes:
+        conv = producer.get(bn.inputs[0].name)
+        if bn.op != "batch_norm" or conv is None or conv.op != "conv2d":
+            continue
+        params = [v.name for v in bn.inputs[1:]] + [v.name for v in conv.inputs[1:]]
+        if (
+            len(users.get(conv.output.name, [])) != 1
+            or conv.output.name in outputs
+            or not all(p in consts for p in params)
+        ):
+            continue
+        mean, var = (np.asarray(consts[v.name], np.float64) for v in bn.inputs[1:3])
+        gamma = np.ones_like(mean) if len(bn.inputs) < 4 else consts[bn.inputs[3].name]
+        beta = np.zeros_like(mean) if len(bn.inputs) < 5 else consts[bn.inputs[4].name]
+        g = np.asarray(gamma, np.float64) / np.sqrt(var + float(bn.attrs["eps"]))
+        w = np.asarray(consts[conv.inputs[1].name], np.float64)
+        b = np.zeros_like(mean) if len(conv.inputs) < 3 else consts[conv.inputs[2].name]
+        wname, bname = f"{conv.inputs[1].name}.bnfold", f"{bn.output.name}.bnfold_bias"
+        new_consts[wname] = (w * g[:, None, None, None]).astype(np.float32)
+        new_consts[bname] = ((np.asarray(b, np.float64) - mean) * g + beta).astype(np.float32)
+        x = conv.inputs[0]
+        inputs = (x, Value(wname, conv.inputs[1].type), Value(bname, bn.inputs[1].type))
+        folded[conv.output.name] = Node("conv2d", inputs, bn.outputs, conv.attrs, bn.provenance)
+        drop.add(id(bn))
+    if not folded:
+        return graph
+    nodes = [folded.get(n.outputs[0].name, n) for n in graph.nodes if id(n) not in drop]
+    used = {v.name for n in nodes for v in n.inputs} | {v.name for v in graph.outputs}
+    return graph.replace(nodes=nodes, constants={k: a for k, a in new_consts.items() if k in used})
+
+
+class Rewriter:
+    """One forward walk over ``graph`` building the quantized graph and its per-node report."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        qparams: Mapping[str, tuple[np.float32, int]],
+        *,
+        per_channel: bool = True,
+        skip: Collection[str] = (),
+    ) -> None:
+        self.graph, self.qparams = graph, qparams
+        self.per_channel, self.skip = per_channel, set(skip)
+        self.b = GraphBuilder()
+        self.floats: dict[str, Value] = {}
+        self.ints: dict[str, QValue] = {}
+        self.users = graph.users()
+        self.outputs = {v.name for v in graph.outputs}
+        self.fused: dict[int, str] = {}  # id(activation node) -> name of the node it joined
+        self.layers: list[dict[str, Any]] = []
+
+    # --- value versions --------------------------------------------------------------------------
+
+    def as_float(self, v: Value) -> Value:
+        if v.name in self.floats:
+            return self.floats[v.name]
+        if v.name in self.graph.constants:
+            fv = self.b.constant(v.name, self.graph.constants[v.name])
+            self.floats[v.name] = fv
+            return fv
+        q = self.ints[v.name]
+        fv = self.b.op("dequantize", [q.value], _boundary(q), name=f"{v.name}_dq")
+        self.floats[v.name] = fv
+        return fv
+
+    def as_int8(self, v: Value) -> QValue:
+        if v.name in self.ints:
+            return self.ints[v.name]
+        if v.name in self.graph.constants:
+            raise Fallback(f"operand %{v.name} is a constant, not a calibrated activation")
+        if v.type.dtype != DType.f32 or v.name not in self.qparams:
+            raise Fallback(f"operand %{v.name} ({v.type}) has no calibrated f32 range")
+        scale, zp = self.qparams[v.name]
+        fv = self.as_float(v)
+        attrs = {"scale": (float(scale),), "zero_point": (int(zp),)}
+        q = QValue(self.b.op("quantize", [fv], attrs, name=f"{v.name}_q"), np.float32(scale), zp)
+        self.ints[v.name] = q
+        return q
+
+    def const(self, hint: str, array: np.ndarray) -> Value:
+        return self.b.constant(hint, array)
+
+    def out_params(self, name: str) -> tuple[np.float32, int]:
+        if name not in self.qparams:
+            raise Fallback(f"output %{name} has no calibrated range")
+        scale, zp = self.qparams[name]
+        return np.float32(scale), int(zp)
+
+    def fusable_activation(self, node: Node) -> Node | None:
+        """The relu/relu6 that is the only reader of ``node``'s output, if any."""
+        out = node.outputs[0].name
+        readers = self.users.get(out, [])
+        if out in self.outputs or len(readers) != 1 or readers[0].op not in ACTIVATIONS:
+            return None
+        return readers[0] if readers[0].outputs[0].name not in self.skip else None
+
+    def emit(
+        self,
+        node: Node,
+        op: str,
+        inputs: list[Value],
+        attrs: dict[str, Any],
+        out: tuple[np.float32, int],
+        final: str,
+    ) -> QValue:
+        """Append an integer op whose output is the int8 version of original value ``final``."""
+        attrs = {**attrs, "out_scale": float(out[0]), "out_zp": out[1]}
+        v = self.b.op(op, inputs, attrs, name=final, provenance=node.provenance)
+        q = QValue(v, out[0], out[1])
+        self.ints[final] = q
+        return q
+
+    # --- the walk --------------------------------------------------------------------------------
+
+    def run(self) -> Graph:
+        for v in self.graph.inputs:
+            self.floats[v.name] = self.b.add_input(v)
+        for node in self.graph.nodes:
+            name = node.outputs[0].name
+            if id(node) in self.fused:
+                self.layers.append(_layer(node, "fused", f"fused into %{self.fused[id(node)]}"))
+                continue
+            rule = RULES.get(node.op)
+            if name in self.skip or node.op in self.skip:
+                reason = "skipped by the caller (skip=...)"
+            elif rule is None:
+                reason = f"op '{node.op}' has no int8 form"
+            else:
+                try:
+                    self.layers.append(rule(self, node))
+                    continue
+                except (Fallback, QuantizationError) as exc:  # e.g. an unrepresentable ratio
+                    reason = str(exc)
+            self.fallback(node, reason)
+        return self.b.build([self.as_float(v) for v in self.graph.outputs])
+
+    def fallback(self, node: Node, reason: str) -> None:
+        inputs = [self.as_float(v) for v in node.inputs]
+        outs = self.b.op_multi(
+            node.op,
+            inputs,
+            node.attrs,
+            name=node.outputs[0].name if len(node.outputs) == 1 else None,
+            provenance=node.provenance,
+            output_types=[v.type for v in node.outputs],
+        )
+        for old, new in zip(node.outputs, outs, strict=True):
+            self.floats[old.name] = new
+        self.layers.append(_layer(node, "float-fallback", reason))
+
+    def fuse(self, node: Node, allowed: bool = True) -> tuple[str | None, str]:
+        """(activation kind, name of the final original value) for ``node``."""
+        act = self.fusable_activation(node) if allowed else None
+        if act is None:
+            return None, node.outputs[0].name
+        return act.op, act.outputs[0].name
+
+    def claim(self, node: Node, kind: str | None, final: str) -> None:
+        if kind is not None:
+            act = self.users[node.outputs[0].name][0]
+            self.fused[id(act)] = node.outputs[0].name
+
+
+def _boundary(q: QValue) -> dict[str, Any]:
+    return {"scale": (float(q.scale),), "zero_point": (q.zp,)}
+
+
+def _layer(node: Node, scheme: str, reason: str | None = None, **info: Any) -> dict[str, Any]:
+    return {
+        "node": node.outputs[0].name,
+        "op": node.op,
+        "scheme": scheme,
+        "reason": reason,
+        "qop": None,
+        "fused": None,
+        "value": node.outputs[0].name,
+        **info,
+    }
+
+
+def _io(inputs: list[QValue], out: QValue | tuple[np.float32, int]) -> dict[str, Any]:
+    scale, zp = (out.scale, out.zp) if isinstance(out, QValue) else out
+    return {
+        "input_scale": [float(q.scale) for q in inputs],
+        "input_zero_point": [q.zp for q in inputs],
+        "output_scale": float(scale),
+        "output_zero_point": int(zp),
+    }
+
+
+# --- rules ---------------------------------------------------------------------------------------
+
+
+def _weight(rw: Rewriter, v: Value, what: str) -> np.ndarray:
+    if v.name not in rw.graph.constants or not v.type.dtype.is_float:
+        raise Fallback(f"{what} %{v.name} is not a float constant")
+    return np.asarray(rw.graph.constants[v.name], np.float32)
+
+
+def _quantize_weight(rw: Rewriter, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 weight (axis 0 = output channels) and its float32 scale per channel."""
+    if rw.per_channel:
+        obs = PerChannelMinMaxObserver(axis=0)
+        obs.update(w)
+        scales, _ = obs.qparams()
+    else:
+        amax = float(np.abs(w).max()) if w.size else 0.0
+        s, _ = arith.choose_qparams(-amax, amax, True, arith.WEIGHT_QMIN, arith.WEIGHT_QMAX)
+        scales = np.full(w.shape[0], s, np.float32)
+    qw = arith.quantize(
+        w, scales, np.zeros(len(scales), np.int64), arith.WEIGHT_QMIN, arith.WEIGHT_QMAX, axis=0
+    )
+    return qw, scales
+
+
+def _accumulating(
+    rw: Rewriter,
+    node: Node,
+    op: str,
+    x: Value,
+    w: np.ndarray,
+    bias: np.ndarray | None,
+    k: int,
+    attrs: dict[str, Any],
+) -> dict[str, Any]:
+    """conv2d / linear: int8 weight, int32 bias, per-channel multipliers, fused activation."""
+    kind, final = rw.fuse(node)
+    out = rw.out_params(final)
+    xq = rw.as_int8(x)
+    qw, sw = _quantize_weight(rw, w)
+    bias_scale = np.array([float(xq.scale) * float(s) for s in sw])
+    inputs = [xq.value, rw.const(f"{node.inputs[1].name}_q", qw)]
+    max_bias = 0
+    if bias is not None:
+        qb = np.rint(np.asarray(bias, np.float64) / bias_scale)
+        if np.abs(qb).max(initial=0) > arith.INT32_MAX:
+            raise Fallback("the int32 bias overflows at scale s_in * s_w")
+        qb = qb.astype(np.int32)
+        max_bias = int(np.abs(qb.astype(np.int64)).max(initial=0))
+        inputs.append(rw.const(f"{node.inputs[-1].name}_q", qb))
+    try:
+        arith.check_accumulator_bound(k, max_bias)
+    except QuantizationError as exc:
+        raise Fallback(f"{exc}") from exc
+    ratios = [float(xq.scale) * float(s) / float(out[0]) for s in sw]
+    if not rw.per_channel:
+        ratios = ratios[:1]
+    mult, shift = arith.quantize_multipliers(ratios)
+    qmin, qmax = arith.relu_bounds(kind, out[0], out[1])
+    attrs = {
+        **attrs,
+        "x_zp": xq.zp,
+        "multiplier": tuple(int(m) for m in mult),
+        "shift": tuple(int(s) for s in shift),
+        "qmin": qmin,
+        "qmax": qmax,
+    }
+    q = rw.emit(node, op, inputs, attrs, out, final)
+    rw.claim(node, kind, final)
+    scheme = "int8 per-channel" if rw.per_channel else "int8 per-tensor"
+    return _layer(
+        node,
+        scheme,
+        qop=op,
+        fused=kind,
+        value=final,
+        **_io([xq], q),
+        weight_scales={"min": float(sw.min()), "max": float(sw.max()), "count": int(sw.size)},
+    )
+
+
+def _conv2d(rw: Rewriter, node: Node) -> dict[str, Any]:
+    w = _weight(rw, node.inputs[1], "weight")
+    bias = _weight(rw, node.inputs[2], "bias") if len(node.inputs) > 2 else None
+    keys = ("stride", "padding", "dilation", "groups")
+    k = int(np.prod(w.shape[1:]))
+    return _accumulating(
+        rw, node, "qconv2d", node.inputs[0], w, bias, k, {key: node.attrs[key] for key in keys}
+    )
+
+
+def _linear(rw: Rewriter, node: Node) -> dict[str, Any]:
+    w = _weight(rw, node.inputs[1], "weight")
+    bias = _weight(rw, node.inputs[2], "bias") if len(node.inputs) > 2 else None
+    if bias is not None and bias.shape != (w.shape[0],):
+        raise Fallback("the bias is not one value per output feature")
+    return _accumulating(rw, node, "qlinear", node.inputs[0], w, bias, w.shape[1], {})
+
+
+def _matmul(rw: Rewriter, node: Node) -> dict[str, Any]:
+    a, b = node.inputs
+    if b.name in rw.graph.constants:
+        w = _weight(rw, b, "right operand")
+        if w.ndim != 2 or a.type.rank < 2:
+            raise Fallback("a constant right operand must be 2-D with a left operand of rank >= 2")
+        return _accumulating(
+            rw, node, "qlinear", a, np.ascontiguousarray(w.T), None, w.shape[0], {}
+        )
+    kind, final = rw.fuse(node)
+    out = rw.out_params(final)
+    aq, bq = rw.as_int8(a), rw.as_int8(b)
+    mult, shift = arith.quantize_multiplier(float(aq.scale) * float(bq.scale) / float(out[0]))
+    qmin, qmax = arith.relu_bounds(kind, out[0], out[1])
+    attrs = {
+        "a_zp": aq.zp,
+        "b_zp": bq.zp,
+        "multiplier": (mult,),
+        "shift": (shift,),
+        "qmin": qmin,
+        "qmax": qmax,
+    }
+    q = rw.emit(node, "qmatmul", [aq.value, bq.value], attrs, out, final)
+    rw.claim(node, kind, final)
+    return _layer(
+        node, "int8 per-tensor", qop="qmatmul", fused=kind, value=final, **_io([aq, bq], q)
+    )
+
+
+def _binary(op: str) -> Callable[[Rewriter, Node], dict[str, Any]]:
+    def rule(rw: Rewriter, node: Node) -> dict[str, Any]:
+        kind, final = rw.fuse(node)
+        out = rw.out_params(final)
+        aq, bq = rw.as_int8(node.inputs[0]), rw.as_int8(node.inputs[1])
+        so = float(out[0])
+        if op == "qadd":
+            mults, shift = arith.shared_shift_multipliers(
+                [float(aq.scale) / so, float(bq.scale) / so]
+            )
+            rescale = {"multiplier": mults, "shift": (shift,)}
+        else:
+            m, s = arith.quantize_multiplier(float(aq.scale) * float(bq.scale) / so)
+            rescale = {"multiplier": (m,), "shift": (s,)}
+        qmin, qmax = arith.relu_bounds(kind, out[0], out[1])
+        attrs = {"a_zp": aq.zp, "b_zp": bq.zp, **rescale, "qmin": qmin, "qmax": qmax}
+        q = rw.emit(node, op, [aq.value, bq.value], attrs, out, final)
+        rw.claim(node, kind, final)
+        return _layer(node, "int8 per-tensor", qop=op, fused=kind, value=final, **_io([aq, bq], q))
+
+    return rule
+
+
+def _concat(rw: Rewriter, node: Node) -> dict[str, Any]:
+    out = rw.out_params(node.outputs[0].name)
+    qs = [rw.as_int8(v) for v in node.inputs]
+    mult, shift = arith.quantize_multipliers([float(q.scale) / float(out[0]) for q in qs])
+    attrs = {
+        "axis": node.attrs.get("axis", 0),
+        "x_zp": tuple(q.zp for q in qs),
+        "multiplier": tuple(int(m) for m in mult),
+        "shift": tuple(int(s) for s in shift),
+    }
+    q = rw.emit(node, "qconcat", [q.value for q in qs], attrs, out, node.outputs[0].name)
+    return _layer(node, "int8 per-tensor", qop="qconcat", **_io(qs, q))
+
+
+def _window(node: Node) -> dict[str, Any]:
+    """kernel/stride/padding(4)/ceil_mode of a float pool, for its integer form."""
+    if node.inputs[0].type.rank != 4:
+        raise Fallback("only 4-D [N, C, H, W] pooling is quantized")
+    a = node.attrs
+    pad = tuple(a.get("padding", (0, 0)))
+    pad = pad * 2 if len(pad) == 2 else pad
+    stride = a.get("stride") or a["kernel"]
+    return {
+        "kernel": a["kernel"],
+        "stride": stride,
+        "padding": pad,
+        "ceil_mode": a.get("ceil_mode", False),
+    }
+
+
+def _pool_table(xq: QValue, out: tuple[np.float32, int], n_max: int) -> dict[str, Any]:
+    ratios = [float(xq.scale) / (float(out[0]) * n) for n in range(1, n_max + 1)]
+    mult, shift = arith.quantize_multipliers(ratios)
+    return {
+        "x_zp": xq.zp,
+        "multiplier": tuple(int(m) for m in mult),
+        "shift": tuple(int(s) for s in shift),
+    }
+
+
+def _avg_pool2d(rw: Rewriter, node: Node) -> dict[str, Any]:
+    if node.attrs.get("divisor_override") is not None:
+        raise Fallback("divisor_override is not quantized")
+    win = _window(node)
+    out = rw.out_params(node.outputs[0].name)
+    xq = rw.as_int8(node.inputs[0])
+    kh, kw = win["kernel"]
+    attrs = {
+        **win,
+        "count_include_pad": node.attrs.get("count_include_pad", True),
+        **_pool_table(xq, out, kh * kw),
+    }
+    q = rw.emit(node, "qavg_pool2d", [xq.value], attrs, out, node.outputs[0].name)
+    return _layer(node, "int8 per-tensor", qop="qavg_pool2d", **_io([xq], q))
+
+
+def _adaptive_avg_pool2d(rw: Rewriter, node: Node) -> dict[str, Any]:
+    x = node.inputs[0]
+    if x.type.rank != 4 or not all(isinstance(d, int) for d in x.type.shape[2:]):
+        raise Fallback("needs a 4-D input with static spatial dims")
+    out = rw.out_params(node.outputs[0].name)
+    xq = rw.as_int8(x)
+    (oh, ow), (h, w) = node.attrs["output_size"], x.type.shape[2:]
+    n_max = int(adaptive_windows(h, oh)[2].max()) * int(adaptive_windows(w, ow)[2].max())
+    attrs = {"output_size": (oh, ow), **_pool_table(xq, out, n_max)}
+    q = rw.emit(node, "qadaptive_avg_pool2d", [xq.value], attrs, out, node.outputs[0].name)
+    return _layer(node, "int8 per-tensor", qop="qadaptive_avg_pool2d", **_io([xq], q))
+
+
+def _typed(
+    rw: Rewriter, node: Node, op: str, inputs: list[Value], attrs: Any, xq: QValue
+) -> dict[str, Any]:
+    """Append a pass-through op on int8, tagging its output with the input's params."""
+    (t,) = get_op(op).infer_types([v.type for v in inputs], attrs)
+    quant = QuantParams.per_tensor(float(xq.scale), xq.zp)
+    (v,) = rw.b.op_multi(
+        op,
+        inputs,
+        attrs,
+        name=node.outputs[0].name,
+        provenance=node.provenance,
+        output_types=[t.with_quant(quant)],
+    )
+    rw.ints[node.outputs[0].name] = QValue(v, xq.scale, xq.zp)
+    return _layer(node, "int8 pass-through", qop=op, **_io([xq], (xq.scale, xq.zp)))
+
+
+def _int8_input(rw: Rewriter, node: Node) -> QValue:
+    x = node.inputs[0]
+    if x.name not in rw.ints:
+        raise Fallback("its input is float; a pass-through op stays in float there")
+    return rw.ints[x.name]
+
+
+def _max_pool2d(rw: Rewriter, node: Node) -> dict[str, Any]:
+    xq = _int8_input(rw, node)
+    attrs = {**_window(node), "dilation": node.attrs.get("dilation", (1, 1))}
+    return _typed(rw, node, "qmax_pool2d", [xq.value], attrs, xq)
+
+
+def _pass_through(rw: Rewriter, node: Node) -> dict[str, Any]:
+    xq = _int8_input(rw, node)
+    try:
+        return _typed(rw, node, node.op, [xq.value, *node.inputs[1:]], node.attrs, xq)
+    except QuantizationError:
+        raise
+    except Exception as exc:  # the op does not accept int8 here
+        raise Fallback(f"'{node.op}' does not run on int8: {exc}") from exc
+
+
+def _activation(rw: Rewriter, node: Node) -> dict[str, Any]:
+    """A relu/relu6 not fused into its producer: an integer clamp at the input's params."""
+    xq = _int8_input(rw, node)
+    lo, hi = arith.relu_bounds(node.op, xq.scale, xq.zp)
+    return _typed(rw, node, "clamp", [xq.value], {"min": float(lo), "max": float(hi)}, xq)
+
+
+RULES: dict[str, Callable[[Rewriter, Node], dict[str, Any]]] = {
+    "conv2d": _conv2d,
+    "linear": _linear,
+    "matmul": _matmul,
+    "add": _binary("qadd"),
+    "mul": _binary("qmul"),
+    "concat": _concat,
+    "max_pool2d": _max_pool2d,
+    "avg_pool2d": _avg_pool2d,
+    "adaptive_avg_pool2d": _adaptive_avg_pool2d,
+    "relu": _activation,
+    "relu6": _activation,
+    **{op: _pass_through for op in PASS_THROUGH if op in REGISTRY},
+}
+
+
+def quantize_graph(
+    graph: Graph,
+    qparams: Mapping[str, tuple[np.float32, int]],
+    *,
+    per_channel: bool = True,
+    skip: Collection[str] = (),
+) -> tuple[Graph, list[dict[str, Any]], dict[str, tuple[str, QValue | None]]]:
+    """Rewrite a calibrated float graph; returns (graph, per-node report, value map).
+
+    The value map sends each original value name to ``(new name, QValue or None)``: its live int8
+    version (with its params) if one exists, else its live float version. Nodes left dead by a
+    rule that fell back half way (a quantize nobody reads) are removed.
+    """
+    rw = Rewriter(graph, qparams, per_channel=per_channel, skip=skip)
+    new = eliminate_dead_code(rw.run()).graph
+    live = {v.name for v in new.inputs} | {v.name for n in new.nodes for v in n.outputs}
+    vmap: dict[str, tuple[str, QValue | None]] = {
+        name: (v.name, None) for name, v in rw.floats.items() if v.name in live
+    }
+    vmap.update({name: (q.value.name, q) for name, q in rw.ints.items() if q.value.name in live})
+    return new, rw.layers, vmap
