@@ -13,7 +13,8 @@ BASELINES = ("torch_eager", "interpret_fp32", "opt_level0", "[0]")
 
 
 def main(path: str) -> None:
-    data = json.load(open(path))
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
     groups: dict[str, list[dict]] = {}
     for b in data["benchmarks"]:
         groups.setdefault(b["group"] or "-", []).append(b)

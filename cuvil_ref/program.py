@@ -86,8 +86,11 @@ class CompiledProgram:
             m = lp.executable.metrics()
             if m:
                 metrics[f"partition{i}:{lp.partition.target}"] = m
-        if len(self.lowered) == 1:
-            metrics = self.lowered[0].executable.metrics()
+        # The target's own metrics at top level when one partition ran on it (the usual case:
+        # ref partitions at the edges only quantize/dequantize), per partition otherwise.
+        on_target = [lp for lp in self.lowered if lp.partition.target == self.target.name]
+        if len(on_target) == 1:
+            metrics = {**on_target[0].executable.metrics(), "partitions": metrics}
         data["metrics"] = metrics
         data["runtime"] = {"calls": self.calls, "transfer_bytes": self.transfer_bytes}
         return data
