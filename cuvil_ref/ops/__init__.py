@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from cuvil_ref.ops import (  # noqa: F401  (imported to register their ops)
     activations,
+    comparison,
     conv,
     elementwise,
     fused,

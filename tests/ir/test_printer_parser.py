@@ -77,6 +77,9 @@ _REQ = {"multiplier": (_M,), "shift": (30,), "out_scale": 0.5}
 #: Example inputs/attrs for ops whose generic guess would not type-check.
 EXAMPLES: dict[str, tuple[tuple[TensorType, ...], dict[str, Any]]] = {
     "where": ((T((2, 3), BOOL), T((2, 3)), T((1, 3))), {}),
+    "fused_conv2d": ((T((1, 2, 5, 5)), T((3, 2, 3, 3)), T((3,))), {}),
+    "fused_linear": ((T((2, 4)), T((3, 4)), T((3,))), {}),
+    "fused_elementwise": ((T((2, 3)),), {"program": "mul(rhs=2.0, dtype='f32'); relu"}),
     "cast": ((T((2, 3)),), {"dtype": "f16"}),
     "conv2d": ((T((1, 2, 5, 5)), T((3, 2, 3, 3)), T((3,))), {"stride": (2, 2)}),
     "embedding": ((T((10, 4)), T((2, 3), I64)), {}),

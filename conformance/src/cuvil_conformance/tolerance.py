@@ -118,6 +118,8 @@ DEFAULT_RULES.update({op: Rule("exact") for op in _EXACT})
 DEFAULT_RULES.update({op: Rule("ulp", 1) for op in _ULP1})
 DEFAULT_RULES.update({op: Rule("ulp", 4) for op in _ULP4})
 DEFAULT_RULES.update({op: Rule("reduction") for op in _REDUCTION})
+# a chain of up to a few elementwise ops: errors of each step add up
+DEFAULT_RULES["fused_elementwise"] = Rule("ulp", 8)
 
 _CATEGORY_RULES = {
     "elementwise": Rule("ulp", 4),

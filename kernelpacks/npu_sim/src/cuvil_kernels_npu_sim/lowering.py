@@ -14,8 +14,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from cuvil_ref.ir.dtypes import DType
-from cuvil_ref.ir.graph import Graph, Node
 
 from cuvil_kernels_npu_sim.config import NpuConfig
 from cuvil_kernels_npu_sim.lower_conv import lower_qconv2d, lower_qlinear, lower_qmatmul
@@ -27,6 +25,8 @@ from cuvil_kernels_npu_sim.lower_pool import (
     lower_qmax_pool2d,
 )
 from cuvil_kernels_npu_sim.program import Program
+from cuvil_ref.ir.dtypes import DType
+from cuvil_ref.ir.graph import Graph, Node
 
 DATA_MOVEMENT = frozenset({"reshape", "flatten", "squeeze", "unsqueeze"})
 BOUNDARY = frozenset({"quantize", "dequantize"})
@@ -262,7 +262,8 @@ def _precheck(node: Node) -> None:
         raise Unsupported("float op: runs on ref")
     if node.op not in SUPPORTED_OPS:
         raise Unsupported(
-            f"op '{node.op}' has no npu_sim lowering (npu_sim runs {', '.join(sorted(SUPPORTED_OPS))})"
+            f"op '{node.op}' has no npu_sim lowering "
+            f"(npu_sim runs {', '.join(sorted(SUPPORTED_OPS))})"
         )
     for v in values:
         if not all(isinstance(d, int) for d in v.type.shape):

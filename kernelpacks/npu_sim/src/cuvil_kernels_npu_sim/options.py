@@ -14,10 +14,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from cuvil_kernels_npu_sim.config import TARGETS, EnergyTable, NpuConfig, config_from_dict
 from cuvil_ref.errors import TargetError
 from cuvil_ref.plugin.types import OptionSpec
-
-from cuvil_kernels_npu_sim.config import TARGETS, EnergyTable, NpuConfig, config_from_dict
 
 ALIASES = {"mac_rows": "array_rows", "mac_cols": "array_cols"}
 SIM_MODES = ("timed", "random")

@@ -1,0 +1,415 @@
+"""Fused ops made by the optimizer, and NHWC variants of the layout-sensitive ops.
+
+Every fused op is defined as a composition of registered ops: its reference calls their
+references from the registry in a fixed order, so a fused node computes what the unfused chain
+computes (bit for bit, except where a pass folded constants into a bias: then within f32
+rounding). Nothing here re-implements arithmetic.
+
+* ``fused_conv2d`` / ``fused_linear`` / ``fused_matmul``: the producer op, plus a bias, plus an
+  epilogue of one activation and an optional residual add, in the order named by ``order``.
+* ``fused_elementwise``: a chain of unary ops and binary ops with a scalar operand, written as a
+  small program in the ``program`` attribute (grammar in :func:`parse_program`).
+* ``max_pool2d_nhwc``, ``avg_pool2d_nhwc``, ``adaptive_avg_pool2d_nhwc``: the pools on
+  ``[N, H, W, C]`` inputs, with the base op's attributes.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from cuvil_ref.errors import IRError, ShapeError
+from cuvil_ref.ir.dtypes import DType
+from cuvil_ref.ir.frozen import FrozenDict
+from cuvil_ref.ir.types import TensorType, format_shape
+
+# The ops composed here must be registered first, whatever order the package imports modules in.
+from cuvil_ref.ops import activations, elementwise, linalg, pooling  # noqa: F401
+from cuvil_ref.ops import conv as _conv_ops  # noqa: F401
+from cuvil_ref.ops.registry import Attr, OpDef, get_op, register
+from cuvil_ref.ops.shapes import broadcast_shapes
+
+# --- the epilogue -------------------------------------------------------------------------------
+
+#: Epilogue activation name -> (registered op, its attributes; "min"/"max" come from the node).
+ACTIVATIONS: dict[str, tuple[str, dict[str, Any]] | None] = {
+    "none": None,
+    "relu": ("relu", {}),
+    "relu6": ("relu6", {}),
+    "gelu": ("gelu", {"approximate": "none"}),
+    "gelu_tanh": ("gelu", {"approximate": "tanh"}),
+    "silu": ("silu", {}),
+    "hardswish": ("hardswish", {}),
+    "clamp": ("clamp", {}),
+}
+ORDERS = ("residual_then_activation", "activation_then_residual")
+
+EPILOGUE_ATTRS = (
+    Attr("activation", "str", "none", "activation applied in the epilogue", tuple(ACTIVATIONS)),
+    Attr("activation_min", "float?", None, "clamp's lower bound (activation='clamp' only)"),
+    Attr("activation_max", "float?", None, "clamp's upper bound (activation='clamp' only)"),
+    Attr("has_residual", "bool", False, "the last input is a residual added in the epilogue"),
+    Attr(
+        "order", "str", ORDERS[0], "where the residual add sits relative to the activation", ORDERS
+    ),
+)
+
+EPILOGUE_DOC = (
+    " Epilogue, after the bias: order='residual_then_activation' gives "
+    "y = act(z + residual) (PyTorch ResNets: add, then relu); order='activation_then_residual' "
+    "gives y = act(z) + residual. Without a residual y = act(z). act is the registered op named "
+    "by `activation` (gelu_tanh = gelu(approximate='tanh'), clamp uses activation_min/max; "
+    "'none' is the identity)."
+)
+
+
+def _activate(y: np.ndarray, activation: str, lo: float | None, hi: float | None) -> np.ndarray:
+    spec = ACTIVATIONS[activation]
+    if spec is None:
+        return y
+    op, attrs = spec
+    if op == "clamp":
+        attrs = {"min": lo, "max": hi}
+    return get_op(op).reference(y, **attrs)
+
+
+def epilogue(
+    y: np.ndarray,
+    residual: np.ndarray | None,
+    *,
+    activation: str,
+    activation_min: float | None,
+    activation_max: float | None,
+    has_residual: bool,
+    order: str,
+) -> np.ndarray:
+    """Apply the activation and the residual add in ``order`` with the registered references."""
+    add = get_op("add").reference
+    if has_residual and order == "residual_then_activation":
+        y = add(y, residual)
+    y = _activate(y, activation, activation_min, activation_max)
+    if has_residual and order == "activation_then_residual":
+        y = add(y, residual)
+    return y
+
+
+def _check_epilogue(
+    op: str, types: tuple[TensorType, ...], out: TensorType, attrs: FrozenDict
+) -> None:
+    extra = len(types) - 3
+    if extra != int(attrs["has_residual"]):
+        raise ShapeError(
+            f"op '{op}': has_residual={attrs['has_residual']} needs {3 + attrs['has_residual']} "
+            f"inputs, got {len(types)}"
+        )
+    if attrs["activation"] != "clamp" and (
+        attrs["activation_min"] is not None or attrs["activation_max"] is not None
+    ):
+        raise ShapeError(f"op '{op}': activation_min/max are only for activation='clamp'")
+    if attrs["has_residual"]:
+        res = types[3]
+        if (res.shape, res.dtype) != (out.shape, out.dtype):
+            raise ShapeError(
+                f"op '{op}': residual [{format_shape(res.shape)}] {res.dtype.value} must equal "
+                f"the output [{format_shape(out.shape)}] {out.dtype.value}"
+            )
+
+
+def _epilogue_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    return {a.name: attrs[a.name] for a in EPILOGUE_ATTRS}
+
+
+# --- fused_conv2d ---------------------------------------------------------------------------------
+
+TO_NCHW = (0, 3, 1, 2)
+TO_NHWC = (0, 2, 3, 1)
+
+
+def permute_type(t: TensorType, perm: tuple[int, ...], layout: str | None) -> TensorType:
+    return TensorType(tuple(t.shape[p] for p in perm), t.dtype, layout, t.quant)
+
+
+_CONV_ATTRS = ("stride", "padding", "dilation", "groups")
+
+
+def _fused_conv2d_infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tuple[TensorType, ...]:
+    nhwc = attrs["data_layout"] == "NHWC"
+    x = types[0]
+    if x.rank != 4:
+        raise ShapeError(f"fused_conv2d takes a 4-D x, got [{format_shape(x.shape)}]")
+    conv = get_op("conv2d")
+    x_nchw = permute_type(x, TO_NCHW, None) if nhwc else x
+    conv_attrs = conv.normalize_attrs({k: attrs[k] for k in _CONV_ATTRS})
+    (out,) = conv.infer_types((x_nchw, types[1], types[2]), conv_attrs)
+    if nhwc:
+        out = permute_type(out, TO_NHWC, "NHWC")
+    _check_epilogue("fused_conv2d", types, out, attrs)
+    return (out,)
+
+
+def _fused_conv2d(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray,
+    residual: np.ndarray | None = None,
+    **attrs: Any,
+) -> np.ndarray:
+    """conv2d (registered reference) + bias, then the epilogue; NHWC via transposed views (the
+    conv reference works on NHWC internally, so the views cost no copies)."""
+    nhwc = attrs["data_layout"] == "NHWC"
+    conv = get_op("conv2d").reference
+    xin = x.transpose(TO_NCHW) if nhwc else x
+    y = conv(xin, weight, bias, **{k: attrs[k] for k in _CONV_ATTRS})
+    if nhwc:
+        y = y.transpose(TO_NHWC)
+    return epilogue(y, residual, **_epilogue_attrs(attrs))
+
+
+register(
+    OpDef(
+        name="fused_conv2d",
+        inputs=("x", "weight", "bias", "residual?"),
+        attrs=(
+            *get_op("conv2d").attrs,
+            *EPILOGUE_ATTRS,
+            Attr("data_layout", "str", "NCHW", "layout of x, residual and y", ("NCHW", "NHWC")),
+        ),
+        infer=_fused_conv2d_infer,
+        reference=_fused_conv2d,
+        doc=(
+            "z = conv2d(x, weight, bias; stride, padding, dilation, groups) with weight always "
+            "OIHW and bias [O]; with data_layout='NHWC' x, residual and y are [N, H, W, C] and "
+            "z[n, p, q, o] = conv2d(x[n].transpose)[n, o, p, q]." + EPILOGUE_DOC
+        ),
+        category="fused",
+        dtypes=get_op("conv2d").dtypes,
+    )
+)
+
+
+# --- fused_linear / fused_matmul ----------------------------------------------------------------
+
+
+def _fused_linear_infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tuple[TensorType, ...]:
+    (out,) = get_op("linear").infer_types(types[:3], {})
+    _check_epilogue("fused_linear", types, out, attrs)
+    return (out,)
+
+
+def _fused_linear(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray,
+    residual: np.ndarray | None = None,
+    **attrs: Any,
+) -> np.ndarray:
+    y = get_op("linear").reference(x, weight, bias)
+    return epilogue(y, residual, **attrs)
+
+
+register(
+    OpDef(
+        name="fused_linear",
+        inputs=("x", "weight", "bias", "residual?"),
+        attrs=EPILOGUE_ATTRS,
+        infer=_fused_linear_infer,
+        reference=_fused_linear,
+        doc="z = linear(x, weight, bias) = x @ weight^T + bias (weight [out, in])." + EPILOGUE_DOC,
+        category="fused",
+        dtypes=get_op("linear").dtypes,
+    )
+)
+
+
+def _fused_matmul_infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tuple[TensorType, ...]:
+    (out,) = get_op("matmul").infer_types(types[:2], {})
+    bias = types[2]
+    if bias.dtype != out.dtype or broadcast_shapes(out.shape, bias.shape) != out.shape:
+        raise ShapeError(
+            f"fused_matmul: bias {bias} must have the output's dtype and broadcast to "
+            f"[{format_shape(out.shape)}] without growing it"
+        )
+    _check_epilogue("fused_matmul", types, out, attrs)
+    return (out,)
+
+
+def _fused_matmul(
+    a: np.ndarray, b: np.ndarray, bias: np.ndarray, residual: np.ndarray | None = None, **attrs: Any
+) -> np.ndarray:
+    y = get_op("add").reference(get_op("matmul").reference(a, b), bias)
+    return epilogue(y, residual, **attrs)
+
+
+register(
+    OpDef(
+        name="fused_matmul",
+        inputs=("a", "b", "bias", "residual?"),
+        attrs=EPILOGUE_ATTRS,
+        infer=_fused_matmul_infer,
+        reference=_fused_matmul,
+        doc="z = add(matmul(a, b), bias), bias broadcasting to the result (e.g. [N])."
+        + EPILOGUE_DOC,
+        category="fused",
+        dtypes=get_op("matmul").dtypes,
+    )
+)
+
+
+# --- fused_elementwise ----------------------------------------------------------------------------
+
+#: Binary ops a step may apply with one scalar operand.
+SCALAR_BINARY = frozenset({"add", "sub", "mul", "div", "pow", "maximum", "minimum"})
+
+
+def _literal(node: ast.expr) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        pass
+    if isinstance(node, ast.Name) and node.id in ("nan", "inf"):
+        return float(node.id)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_literal(node.operand)
+    raise IRError(f"fused_elementwise: {ast.unparse(node)!r} is not a literal")
+
+
+def format_step(op: str, attrs: Mapping[str, Any]) -> str:
+    """One program step: ``relu``, ``clamp(min=0.0, max=6.0)``, ``mul(rhs=2.0, dtype='f32')``."""
+    if not attrs:
+        return op
+    args = ", ".join(f"{k}={_format_literal(v)}" for k, v in attrs.items())
+    return f"{op}({args})"
+
+
+def _format_literal(v: Any) -> str:
+    if isinstance(v, float) and not np.isfinite(v):
+        return "nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
+    return repr(v)
+
+
+@functools.lru_cache(maxsize=1024)
+def parse_program(program: str) -> tuple[tuple[str, FrozenDict, tuple[Any, str, str] | None], ...]:
+    """Parse ``step; step; ...`` into (op, normalized attrs, scalar operand or None) triples.
+
+    A step is ``op`` or ``op(key=literal, ...)`` naming a registered elementwise or activation
+    op with its attributes. A binary op (add, sub, mul, div, pow, maximum, minimum) takes its
+    other operand as a scalar: ``rhs=<v>`` (y = x op v) or ``lhs=<v>`` (y = v op x), plus
+    ``dtype='<dtype>'`` of that scalar. Floats are written with ``repr`` (exact), nan/inf bare.
+    """
+    steps = []
+    for text in (s.strip() for s in program.split(";")):
+        if not text:
+            raise IRError(f"fused_elementwise: empty step in program {program!r}")
+        try:
+            call = ast.parse(text if "(" in text else text + "()", mode="eval").body
+        except SyntaxError as exc:
+            raise IRError(f"fused_elementwise: cannot parse step {text!r}: {exc.msg}") from None
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name) or call.args:
+            raise IRError(f"fused_elementwise: step {text!r} must look like op(key=value, ...)")
+        op = call.func.id
+        kwargs = {k.arg: _literal(k.value) for k in call.keywords if k.arg is not None}
+        opdef = get_op(op)
+        if opdef.category not in ("elementwise", "activation") or opdef.name == "where":
+            raise IRError(f"fused_elementwise: step {text!r}: op '{op}' is not a pointwise op")
+        scalar = None
+        if op in SCALAR_BINARY:
+            sides = [s for s in ("lhs", "rhs") if s in kwargs]
+            if len(sides) != 1 or "dtype" not in kwargs:
+                raise IRError(
+                    f"fused_elementwise: binary step {text!r} needs exactly one of lhs=/rhs= "
+                    "and dtype="
+                )
+            scalar = (kwargs.pop(sides[0]), str(kwargs.pop("dtype")), sides[0])
+        steps.append((op, opdef.normalize_attrs(kwargs), scalar))
+    return tuple(steps)
+
+
+def _scalar_array(scalar: tuple[Any, str, str]) -> np.ndarray:
+    return np.array(scalar[0], dtype=DType(scalar[1]).numpy)
+
+
+def _fused_elementwise_infer(
+    types: tuple[TensorType, ...], attrs: FrozenDict
+) -> tuple[TensorType, ...]:
+    t = types[0]
+    for op, op_attrs, scalar in parse_program(attrs["program"]):
+        opdef = get_op(op)
+        if scalar is None:
+            (t,) = opdef.infer_types((t,), op_attrs)
+        else:
+            s = TensorType((), DType(scalar[1]))
+            pair = (t, s) if scalar[2] == "rhs" else (s, t)
+            (t,) = opdef.infer_types(pair, op_attrs)
+    if t.shape != types[0].shape:
+        raise ShapeError("fused_elementwise: a step changed the shape")
+    return (TensorType(t.shape, t.dtype, types[0].layout),)
+
+
+def _fused_elementwise(x: np.ndarray, *, program: str) -> np.ndarray:
+    """Apply each step's registered reference in order."""
+    y = x
+    for op, op_attrs, scalar in parse_program(program):
+        ref = get_op(op).reference
+        if scalar is None:
+            y = ref(y, **op_attrs)
+        else:
+            s = _scalar_array(scalar)
+            y = ref(y, s, **op_attrs) if scalar[2] == "rhs" else ref(s, y, **op_attrs)
+    return y
+
+
+register(
+    OpDef(
+        name="fused_elementwise",
+        inputs=("x",),
+        attrs=(Attr("program", "str", doc="the steps, e.g. \"mul(rhs=2.0, dtype='f32'); relu\""),),
+        infer=_fused_elementwise_infer,
+        reference=_fused_elementwise,
+        doc=(
+            "y = f_k(...f_2(f_1(x))) where f_i is step i of `program`: a registered pointwise op "
+            "(with its attributes) or a binary op with a scalar operand (rhs: x op v, "
+            "lhs: v op x). "
+            "Each step has its own op's semantics (dtype promotion, NaN rules); the result equals "
+            "the unfused chain bit for bit."
+        ),
+        category="elementwise",
+    )
+)
+
+
+# --- NHWC pools ----------------------------------------------------------------------------------
+
+
+def _nhwc_variant(base: str) -> OpDef:
+    opdef = get_op(base)
+
+    def infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tuple[TensorType, ...]:
+        x = types[0]
+        if x.rank != 4:
+            raise ShapeError(f"{base}_nhwc takes [N, H, W, C], got [{format_shape(x.shape)}]")
+        (out,) = opdef.infer_types((permute_type(x, TO_NCHW, None),), attrs)
+        return (permute_type(out, TO_NHWC, "NHWC"),)
+
+    def reference(x: np.ndarray, **attrs: Any) -> np.ndarray:
+        return opdef.reference(x.transpose(TO_NCHW), **attrs).transpose(TO_NHWC)
+
+    return OpDef(
+        name=f"{base}_nhwc",
+        inputs=opdef.inputs,
+        attrs=opdef.attrs,
+        infer=infer,
+        reference=reference,
+        doc=f"{base} on x [N, H, W, C] giving [N, OH, OW, C]: y = {base}(x in NCHW) in NHWC.",
+        category=opdef.category,
+        dtypes=opdef.dtypes,
+    )
+
+
+NHWC_VARIANTS: dict[str, str] = {
+    base: register(_nhwc_variant(base)).name
+    for base in ("max_pool2d", "avg_pool2d", "adaptive_avg_pool2d")
+}

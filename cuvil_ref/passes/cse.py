@@ -1,0 +1,55 @@
+"""Common-subexpression elimination, for nodes and for constants.
+
+Requires: a verified graph. Ensures: no two nodes have the same op, inputs, attributes and output
+types (the later one is removed and its readers read the earlier one's outputs), and no two
+constants have the same dtype, shape and bytes (readers of the duplicate read the first). Every
+op is a pure function of its inputs and attributes, so results are unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from cuvil_ref.ir.graph import Graph, Node, Value
+from cuvil_ref.passes.base import PassResult
+from cuvil_ref.passes.rewrite import rename_inputs
+
+
+def _constant_renames(graph: Graph) -> tuple[dict[str, Value], dict]:
+    seen: dict[tuple, str] = {}
+    rename: dict[str, Value] = {}
+    kept = {}
+    for name, array in graph.constants.items():
+        digest = hashlib.sha256(array.tobytes()).hexdigest()
+        key = (str(array.dtype), array.shape, digest)
+        if key in seen:
+            rename[name] = graph.constant_value(seen[key])
+        else:
+            seen[key] = name
+            kept[name] = array
+    return rename, kept
+
+
+def eliminate_common_subexpressions(graph: Graph) -> PassResult:
+    rename, constants = _constant_renames(graph)
+    seen: dict[tuple, Node] = {}
+    nodes: list[Node] = []
+    for old in graph.nodes:
+        node = rename_inputs(old, rename)
+        key = (
+            node.op,
+            tuple(v.name for v in node.inputs),
+            node.attrs,
+            tuple(v.type for v in node.outputs),
+        )
+        first = seen.get(key)
+        if first is None:
+            seen[key] = node
+            nodes.append(node)
+            continue
+        for dup, orig in zip(node.outputs, first.outputs, strict=True):
+            rename[dup.name] = orig
+    if not rename:
+        return PassResult(graph, False)
+    outputs = [rename.get(v.name, v) for v in graph.outputs]
+    return PassResult(graph.replace(nodes=nodes, outputs=outputs, constants=constants), True)
