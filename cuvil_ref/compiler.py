@@ -47,7 +47,12 @@ def compile_module(
     if not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
         raise TargetError(f"opt_level must be an int in 0..3, got {opt_level!r}")
     prefs = host.call("cuvil_preferences", spec, target=spec) or TargetPreferences()
-    if prefs.requires_quantize and quantize != prefs.requires_quantize:
+    already = module.metadata.get("quantization")
+    if quantize is not None and already is not None:
+        raise TargetError(
+            f"the module is already quantized ({already}); compile it with quantize=None"
+        )
+    if prefs.requires_quantize and prefs.requires_quantize not in (quantize, already):
         raise TargetError(
             f"target '{spec.name}' runs only {prefs.requires_quantize} graphs; pass "
             f"quantize='{prefs.requires_quantize}' (with calibration_data=...)"
