@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import invoke
 
 import cuvil_ref as cuvil
 from cuvil_ref.cli.models import load_model
+from tests.cli.conftest import invoke
 
 
 def test_factory_model_compiles_and_matches_torch(artifact: Path, model_file: Path) -> None:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import invoke
+from tests.cli.conftest import invoke
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import invoke
-
 import cuvil_ref as cuvil
 from cuvil_ref.cli.graph_render import to_dot, to_mermaid
 from cuvil_ref.passes import plan_memory
+from tests.cli.conftest import invoke
 
 
 def test_tables(artifact: Path) -> None:

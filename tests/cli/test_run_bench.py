@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import invoke
 
 import cuvil_ref as cuvil
+from tests.cli.conftest import invoke
 
 
 def test_run_saves_the_interpreter_outputs(artifact: Path, x_npy: Path, tmp_path: Path) -> None:

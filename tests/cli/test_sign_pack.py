@@ -6,7 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import invoke
+
+from tests.cli.conftest import invoke
 
 pytest.importorskip("cryptography")
 

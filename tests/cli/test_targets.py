@@ -6,10 +6,10 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from conftest import invoke
 
 from cuvil_ref.plugin import hookimpl
 from cuvil_ref.plugin.host import PackRecord, PluginHost, reset_host
+from tests.cli.conftest import invoke
 
 
 class BrokenPack:

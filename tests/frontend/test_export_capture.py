@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from functional_models import CASES, make
-from test_fx_capture import run_and_compare
 from torch import nn
 
 import cuvil_ref as cuvil
 from cuvil_ref.frontend import torch_to_cuvilir
 from cuvil_ref.zoo import get_model
+from tests.frontend.functional_models import CASES, make
+from tests.frontend.test_fx_capture import run_and_compare
 
 
 @pytest.mark.filterwarnings("ignore:Using padding='same'")

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from functional_models import CASES, make
 from torch import nn
 from torch.utils import _pytree as pytree
 
 import cuvil_ref as cuvil
 from cuvil_ref.frontend import output_structure, torch_to_cuvilir
 from cuvil_ref.zoo import get_model
+from tests.frontend.functional_models import CASES, make
 
 
 def run_and_compare(model: nn.Module, shapes: list[tuple[int, ...]], capture: str) -> None:
