@@ -7,7 +7,9 @@ kernel serves every layout without copies.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,8 +40,51 @@ def threads_1d() -> int:
 
 
 def gemm_tile() -> int:
-    """Square GEMM tile edge: 8 in the simulator keeps blocks at 64 Python threads."""
+    """Square GEMM tile edge: the :func:`recording` override, else 8 in the simulator (64 Python
+    threads per block) and 16 on a GPU."""
+    tile = getattr(_STATE, "tile", 0)
+    if tile:
+        return int(tile)
     return 8 if in_simulator() else 16
+
+
+# --- launches and recording -----------------------------------------------------------------------
+
+_STATE = threading.local()
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One recorded launch: kernel, grid, block and the exact argument objects it was given."""
+
+    kernel: Any
+    grid: Any
+    block: Any
+    args: tuple[Any, ...]
+
+
+def launch(kernel: Any, grid: Any, block: Any, *args: Any) -> None:
+    """Launch ``kernel[grid, block](*args)``; inside :func:`recording` also remember it.
+
+    Every launch of the library goes through here, so a lowering can run the library once on
+    preallocated device arrays and replay the recorded launches (arguments pre-bound) afterwards.
+    """
+    kernel[grid, block](*args)
+    log = getattr(_STATE, "log", None)
+    if log is not None:
+        log.append(Launch(kernel, grid, block, tuple(args)))
+
+
+@contextmanager
+def recording(tile: int = 0) -> Iterator[list[Launch]]:
+    """Record every :func:`launch` of this thread into the yielded list; ``tile`` (8/16/32, 0 =
+    default) overrides :func:`gemm_tile` meanwhile."""
+    prev_log, prev_tile = getattr(_STATE, "log", None), getattr(_STATE, "tile", 0)
+    _STATE.log, _STATE.tile = [], tile
+    try:
+        yield _STATE.log
+    finally:
+        _STATE.log, _STATE.tile = prev_log, prev_tile
 
 
 def blocks_for(n: int, threads: int) -> int:

@@ -145,7 +145,7 @@ def conv2d(
     kernel = common.cached(key, lambda: _build(tile, epilogue.key(), has_bias, has_res))
     m = geo[N] * geo[OH] * geo[OW]
     grid = (common.blocks_for(geo[OC] // groups, tile), common.blocks_for(m, tile), groups)
-    kernel[grid, (tile, tile)](
+    common.launch(kernel, grid, (tile, tile),
         common.flat(res), common.flat(xd), common.flat(wd), common.i64(geo),
         common.flat(bias_d), common.flat(res_d), common.f32((epilogue.act_min, epilogue.act_max)),
     )  # fmt: skip

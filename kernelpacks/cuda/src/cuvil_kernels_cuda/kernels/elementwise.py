@@ -139,7 +139,7 @@ def fused(x: Any, steps: Sequence[Step], out: Any = None) -> Any:
         shape = _launch_shape(t.shape)
         strides = t.strides if t.shape else (0,)
         tpb = common.threads_1d()
-        kernel[common.blocks_for(n, tpb), tpb](
+        common.launch(kernel, common.blocks_for(n, tpb), tpb,
             common.flat(res), n, common.i64(shape), t.data, common.i64(strides), t.offset,
             _params(steps),
         )  # fmt: skip
@@ -168,7 +168,7 @@ def binary(op: str, a: Any, b: Any, post: Sequence[Step] = (), out: Any = None) 
         kernel = common.cached(("zip", op, keys), lambda: _build_zip(op, keys))
         ls = _launch_shape(shape)
         tpb = common.threads_1d()
-        kernel[common.blocks_for(n, tpb), tpb](
+        common.launch(kernel, common.blocks_for(n, tpb), tpb,
             common.flat(res), n, common.i64(ls),
             ta.data, common.i64(ta.broadcast_to(ls)), ta.offset,
             tb.data, common.i64(tb.broadcast_to(ls)), tb.offset,
@@ -188,7 +188,7 @@ def where(cond: Any, a: Any, b: Any, out: Any = None) -> Any:
     if n:
         ls = _launch_shape(shape)
         tpb = common.threads_1d()
-        _where_kernel[common.blocks_for(n, tpb), tpb](
+        common.launch(_where_kernel, common.blocks_for(n, tpb), tpb,
             common.flat(res), n, common.i64(ls),
             tc.data, common.i64(tc.broadcast_to(ls)), tc.offset,
             ta.data, common.i64(ta.broadcast_to(ls)), ta.offset,

@@ -171,7 +171,7 @@ def gemm(
     key = ("gemm", tile, epilogue.key(), has_bias, has_res)
     kernel = common.cached(key, lambda: _build(tile, epilogue.key(), has_bias, has_res))
     grid = (common.blocks_for(n, tile), common.blocks_for(m, tile), nb)
-    kernel[grid, (tile, tile)](
+    common.launch(kernel, grid, (tile, tile),
         common.flat(res), ta.data, common.i64(a_batch_strides), a_m, a_k, ta.offset,
         tb.data, common.i64(b_batch_strides), b_k, b_n, tb.offset, common.i64(batch),
         common.i64((m, n, k)), common.flat(bias_d), common.flat(res_d),

@@ -41,7 +41,7 @@ def copy_strided(
         return
     shape = tuple(shape) or (1,)
     tpb = common.threads_1d()
-    _copy_kernel[common.blocks_for(n, tpb), tpb](
+    common.launch(_copy_kernel, common.blocks_for(n, tpb), tpb,
         dst, common.i64(shape), common.i64(tuple(dst_strides) or (0,)), dst_offset,
         src.data, common.i64(tuple(src_strides) or (0,)), src_offset, n,
     )  # fmt: skip
@@ -131,7 +131,9 @@ def pad_constant(x: Any, pads: Sequence[int], value: float = 0.0) -> Any:
     n = res.size
     if n:
         tpb = common.threads_1d()
-        _fill_kernel[common.blocks_for(n, tpb), tpb](common.flat(res), t.dtype.type(value), n)
+        common.launch(
+            _fill_kernel, common.blocks_for(n, tpb), tpb, common.flat(res), t.dtype.type(value), n
+        )
         dstr = common.c_strides(shape)
         off = sum(lo[d] * dstr[d] for d in range(nd))
         copy_strided(common.flat(res), t.shape, dstr, off, t, t.strides, t.offset)
@@ -165,7 +167,7 @@ def _gather_launch(
         tpb = common.threads_1d()
         # Strides then the input's sizes, so the kernel can wrap negative indices.
         table = common.i64(list(t.strides) + list(t.shape))
-        _gather_kernel[common.blocks_for(n, tpb), tpb](
+        common.launch(_gather_kernel, common.blocks_for(n, tpb), tpb,
             common.flat(res), common.i64(out_shape), t.data, table, t.offset,
             common.flat(common.as_device(idx, np.int64)), axis, per, n,
         )  # fmt: skip

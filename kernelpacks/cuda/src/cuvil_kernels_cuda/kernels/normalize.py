@@ -103,7 +103,7 @@ def _softmax(x: Any, axis: int, log: bool) -> Any:
     n_rows = int(np.prod([t.shape[d] for d in others], dtype=np.int64))
     block = common.threads_1d()
     kernel = common.cached(("softmax", log, block), lambda: _build_softmax(log, block))
-    kernel[n_rows, block](
+    common.launch(kernel, n_rows, block,
         common.flat(res), t.data,
         common.i64([t.shape[d] for d in others] or [1]),
         common.i64([t.strides[d] for d in others] or [0]),
@@ -193,7 +193,7 @@ def layer_norm(
     kernel = common.cached(
         key, lambda: _build_layer_norm(weight is not None, bias is not None, block)
     )
-    kernel[n_rows, block](
+    common.launch(kernel, n_rows, block,
         common.flat(res), t.data, common.flat(w), common.flat(b),
         common.i64(t.shape[: nd - k] or [1]), common.i64(t.strides[: nd - k] or [0]),
         common.i64(t.shape[nd - k :]), common.i64(t.strides[nd - k :]),
@@ -239,7 +239,7 @@ def batch_norm(
     n = t.size
     if n:
         tpb = common.threads_1d()
-        _batch_norm_kernel[common.blocks_for(n, tpb), tpb](
+        common.launch(_batch_norm_kernel, common.blocks_for(n, tpb), tpb,
             common.flat(res), t.data, common.i64(t.shape), common.i64(t.strides), t.offset, n,
             channels, inner, *(common.flat(p) for p in params), np.float32(eps),
         )  # fmt: skip

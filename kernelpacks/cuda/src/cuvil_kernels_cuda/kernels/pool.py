@@ -124,8 +124,15 @@ def _launch(kernel: Any, x: Any, geo: list[int], op: str, *extra: Any) -> Any:
     n_out = res.size
     if n_out:
         tpb = common.threads_1d()
-        kernel[common.blocks_for(n_out, tpb), tpb](
-            common.flat(res), common.flat(xd), common.i64(geo), n_out, *extra
+        common.launch(
+            kernel,
+            common.blocks_for(n_out, tpb),
+            tpb,
+            common.flat(res),
+            common.flat(xd),
+            common.i64(geo),
+            n_out,
+            *extra,
         )
     return res
 

@@ -51,7 +51,7 @@ def _check_int8(op: str, *arrays: Any) -> None:
 def _launch_1d(kernel: Any, n: int, *args: Any) -> None:
     if n:
         tpb = common.threads_1d()
-        kernel[common.blocks_for(n, tpb), tpb](*args)
+        common.launch(kernel, common.blocks_for(n, tpb), tpb, *args)
 
 
 # --- elementwise ----------------------------------------------------------------------------------

@@ -106,7 +106,7 @@ def reduce(op: str, x: Any, axes: Sequence[int] | None = None, keepdims: bool = 
     block = common.threads_1d()
     kernel = common.cached(("reduce", op, block), lambda: _build(op, block))
     divisor = float(r_total) if op == "mean" else 1.0
-    kernel[n_out, block](
+    common.launch(kernel, n_out, block,
         common.flat(res), t.data,
         common.i64(kshape or [1]), common.i64([t.strides[d] for d in kept] or [0]),
         common.i64(rshape or [1]), common.i64([t.strides[d] for d in axes] or [0]),

@@ -117,13 +117,16 @@ def erf(v: float, a: float, b: float) -> float:
 
 @_device
 def gelu(v: float, a: float, b: float) -> float:
-    return float32(0.5 * v * (1.0 + math.erf(v * _SQRT_HALF)))
+    # float32 steps in the reference's order (x * 0.5 * (1 + erf)): the cancellation of 1 + erf
+    # for negative x is part of the defined result, so it is reproduced, not avoided.
+    e = float32(math.erf(v * float32(_SQRT_HALF)))
+    return v * float32(0.5) * (float32(1.0) + e)
 
 
 @_device
 def gelu_tanh(v: float, a: float, b: float) -> float:
-    inner = _SQRT_2_OVER_PI * (v + 0.044715 * v * v * v)
-    return float32(0.5 * v * (1.0 + math.tanh(inner)))
+    inner = float32(_SQRT_2_OVER_PI) * (v + float32(0.044715) * v * v * v)
+    return float32(0.5) * v * (float32(1.0) + float32(math.tanh(inner)))
 
 
 @_device
