@@ -6,9 +6,10 @@ in the order of `FIELDS[op]` (LSB first). Rarely changing operands (DRAM strides
 shape, zero points, ALU constants) live in per-queue registers written by `SET`, which keeps every
 instruction within 128 bits.
 
-Queues (VTA-style): LOAD runs on the load queue, GEMM/ALU/FINISH on the compute queue, STORE on
-the store queue; SET and NOP run on the queue their register / `queue` field names. The load
-queue's "next" is compute; compute's "prev" is load and "next" is store; store's "prev" is compute.
+Queues (VTA-style): LOAD runs on the load queue, GEMM/DWCONV/ALU/FINISH on the compute queue,
+STORE on the store queue; SET and NOP run on the queue their register / `queue` field names. The
+load queue's "next" is compute; compute's "prev" is load and "next" is store; store's "prev" is
+compute.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class Op(enum.IntEnum):
     GEMM = 4
     ALU = 5
     FINISH = 6
+    DWCONV = 7
 
 
 class Queue(enum.IntEnum):
@@ -91,8 +93,24 @@ REGISTERS: dict[str, tuple[int, Queue]] = {
     "a_shift": (18, Queue.COMPUTE),
     "a_zpa": (19, Queue.COMPUTE),
     "a_zpb": (20, Queue.COMPUTE),
+    "g_tbl": (21, Queue.COMPUTE),  # GEMM/DWCONV rq=1: TBL word address of [bias, M, shift]
 }
 REGISTER_NAMES: dict[int, str] = {rid: name for name, (rid, _) in REGISTERS.items()}
+
+# GEMM and DWCONV share their operand fields; `rq` (the last bit of the word) requantizes the
+# finished accumulators in the array's output stage (see machine.py).
+_ARRAY_FIELDS = (
+    ("reset", 1, False),
+    ("uop", 12, False),
+    ("nuop", 12, False),
+    ("e0", 11, False),
+    ("e1", 11, False),
+    ("is0", 20, False),
+    ("is1", 20, False),
+    ("as0", 16, False),
+    ("as1", 16, False),
+    ("rq", 1, False),
+)
 
 # (name, width in bits, signed) per opcode, after the 8 header bits.
 FIELDS: dict[Op, tuple[tuple[str, int, bool], ...]] = {
@@ -120,17 +138,8 @@ FIELDS: dict[Op, tuple[tuple[str, int, bool], ...]] = {
         ("x", 10, False),
         ("c", 12, False),
     ),
-    Op.GEMM: (
-        ("reset", 1, False),
-        ("uop", 12, False),
-        ("nuop", 12, False),
-        ("e0", 11, False),
-        ("e1", 11, False),
-        ("is0", 20, False),
-        ("is1", 20, False),
-        ("as0", 16, False),
-        ("as1", 16, False),
-    ),
+    Op.GEMM: _ARRAY_FIELDS,
+    Op.DWCONV: _ARRAY_FIELDS,
     Op.ALU: (
         ("aluop", 4, False),
         ("src", 2, False),

@@ -4,7 +4,9 @@ Each takes shapes, numpy constants and integer attributes (zero points, per-chan
 and shift from `cuvil_ref.quant.arith.quantize_multiplier`, clamp bounds that already include a
 fused relu/relu6) and returns a `Program`. Grouped and depthwise convolutions pack several groups
 into one block-diagonal dense problem of up to `array_rows` input channels, so the array stays
-busy on narrow groups. Arithmetic follows the pinned quant spec bit for bit.
+busy on narrow groups; depthwise convolutions (one input and one output channel per group) run as
+DWCONV instead (channels on the array columns, kernel taps as the reduction). Arithmetic follows
+the pinned quant spec bit for bit.
 """
 
 from __future__ import annotations
@@ -118,6 +120,18 @@ def lower_qconv2d(
     bias_max = 0 if bias is None else int(np.abs(np.asarray(bias, np.int64)).max(initial=0))
     _check_acc(name, cin_g * kh * kw, 128, bias_max)
     cout_g = cout // groups
+    if groups > 1 and cin_g == 1 and cout_g == 1 and kw <= cfg.array_rows:
+        return _lower_depthwise(
+            cfg,
+            (n, cin, h, w),
+            weight,
+            bias,
+            multiplier,
+            shift,
+            (sh, sw, ph, pw, dh, dw),
+            name,
+            Epilogue(x_zp, 0, out_zp, qmin, qmax),
+        )
     gp = max(
         d
         for d in range(1, groups + 1)
@@ -181,6 +195,38 @@ def lower_qconv2d(
     emit_gemm_layer(b, g, t, problems, Epilogue(x_zp, 0, out_zp, qmin, qmax))
     macs = n * g.oh * g.ow * cout * cin_g * kh * kw
     return b.build(macs, _info(g, t, packs))
+
+
+def _lower_depthwise(
+    cfg: NpuConfig,
+    x_shape: tuple[int, int, int, int],
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    multiplier: Any,
+    shift: Any,
+    conv: tuple[int, int, int, int, int, int],
+    name: str,
+    ep: Epilogue,
+) -> Program:
+    """One filter per channel: DWCONV with channels on the array columns and each kernel row's
+    taps as the reduction (weights [kh][kw][c_t] per channel tile, no block-diagonal zeros)."""
+    n, c, h, w = x_shape
+    _, _, kh, kw = weight.shape
+    g = ConvGeometry(n, h, w, c, c, kh, kw, *conv, depthwise=True)
+    if g.oh < 1 or g.ow < 1:
+        raise ValueError(f"{name}: output would be empty for input {x_shape}")
+    t = search_conv_tiling(g, cfg)
+    b = Builder(name, cfg)
+    xr = b.region("x", x_shape, "int8", "input", "NHWC")
+    yr = b.region("y", (n, c, g.oh, g.ow), "int8", "output", "NHWC")
+    dense = weight[:, 0].transpose(1, 2, 0)  # [kh][kw][C]
+    blocks = [dense[:, :, c0 : c0 + t.co_t].reshape(-1) for c0 in range(0, c, t.co_t)]
+    wr = b.region("weights", (weight.size,), "int8", "const", data=np.concatenate(blocks))
+    table = _requant_table(name, c, bias, multiplier, shift, t.co_t)
+    tr = b.region("tables", table.shape, "int32", "const", data=table)
+    problem = GemmProblem(xr.offset, c, 0, yr.offset, c, 0, "const", wr.offset, 0, tr.offset, 0)
+    emit_gemm_layer(b, g, t, [problem], ep)
+    return b.build(n * g.oh * g.ow * c * kh * kw, _info(g, t, 1))
 
 
 def lower_qlinear(

@@ -3,11 +3,16 @@
 
 Data layout. Activations are NHWC in DRAM and in the input scratchpad; an input tile is a dense
 [rows][cols][ci_t] box with zero-point padding inserted by LOAD. A weight tile is a dense
-[kh][kw][ci_t][co_t] box, so one GEMM micro-op per kernel row reduces over K = kw * ci_t (the kw
-taps of one row are `g_ko` runs of `g_ki` contiguous channels, `g_kos` apart; this also covers
-dilation), streaming M = oh_t * ow_t output pixels through the array. After the last reduction
-step, one ALU REQUANT adds the bias and applies the per-channel multiplier/shift tables and the
-clamp (fused relu/relu6), and STORE narrows to int8.
+[kh][kw][ci_t][co_t] box. When the kw taps of a kernel row are adjacent pixels (dilation 1), the
+whole window is `kh` runs (`g_ko`, `g_kos` = one input-tile row apart) of `kw * ci_t` contiguous
+elements (`g_ki`), so one GEMM micro-op reduces over K = kh * kw * ci_t: a 3-channel stem fills
+the array rows with taps x channels (im2col order, without copying). With dilation, one micro-op
+per kernel row reduces over K = kw * ci_t (`g_ko` = kw runs of ci_t, `g_kos` apart).
+Depthwise layers (`geometry.depthwise`) use DWCONV instead: channels on array columns, one
+kernel row's taps as the reduction, weight tiles [kh][kw][c_t]. M = oh_t * ow_t output pixels
+stream through the array. The last reduction step sets `rq=1`: the array's output stage adds the
+bias, applies the per-channel multiplier/shift table and the clamp (fused relu/relu6) while the
+results drain, and STORE narrows to int8.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cuvil_kernels_npu_sim.builder import Builder, Pipeline
-from cuvil_kernels_npu_sim.isa import AluOp, DType, Mem, Op, Src
+from cuvil_kernels_npu_sim.isa import DType, Mem, Op
 from cuvil_kernels_npu_sim.tiling import ConvGeometry, ConvTiling
 
 
@@ -46,12 +51,18 @@ class Epilogue:
 
 
 def weight_block_offsets(g: ConvGeometry, t: ConvTiling) -> dict[tuple[int, int], int]:
-    """Relative offsets of the (co0, ci0) weight blocks, each [kh][kw][ci_len][co_len]."""
+    """Relative offsets of the (co0, ci0) weight blocks, each [kh][kw][ci_len][co_len]
+    (depthwise: one [kh][kw][co_len] block per channel tile, keyed (co0, co0))."""
     offsets, pos = {}, 0
     for co0 in range(0, g.cout, t.co_t):
+        co_len = min(t.co_t, g.cout - co0)
+        if g.depthwise:
+            offsets[(co0, co0)] = pos
+            pos += g.kh * g.kw * co_len
+            continue
         for ci0 in range(0, g.cin, t.ci_t):
             offsets[(co0, ci0)] = pos
-            pos += g.kh * g.kw * min(t.ci_t, g.cin - ci0) * min(t.co_t, g.cout - co0)
+            pos += g.kh * g.kw * min(t.ci_t, g.cin - ci0) * co_len
     return offsets
 
 
@@ -70,6 +81,7 @@ def emit_gemm_layer(
     ]
     cos = [(c0, min(t.co_t, g.cout - c0)) for c0 in range(0, g.cout, t.co_t)]
     cis = [(c0, min(t.ci_t, g.cin - c0)) for c0 in range(0, g.cin, t.ci_t)]
+    n_ci = 1 if g.depthwise else len(cis)
     steps = []
     for p in problems:
         outer = (
@@ -77,22 +89,28 @@ def emit_gemm_layer(
             if t.order == "weights_outer"
             else [(sp, co) for sp in spatial for co in cos]
         )
-        steps += [(p, sp, co, j, ci) for sp, co in outer for j, ci in enumerate(cis)]
-    n_tiles = len(steps) // len(cis)
+        for sp, co in outer:  # depthwise: a channel tile reduces over its own input channels
+            steps += [(p, sp, co, j, ci) for j, ci in enumerate([co] if g.depthwise else cis)]
+    n_tiles = len(steps) // n_ci
     pipe = Pipeline(b, len(steps), n_tiles)
-    resident: dict[str, object] = {}
+    resident: dict[str, list[object]] = {name: [None, None] for name in ("inp", "wgt", "tbl")}
     slots = {"inp": 1, "wgt": 1, "tbl": 1}
     tile = -1
 
     def need(name: str, key: object) -> bool:
-        if resident.get(name) == key:
+        """Use the slot holding `key`, else load it into the slot the previous step did not use
+        (last used by step k - 2 or earlier, which the buffer-free token orders)."""
+        held, cur = resident[name], slots[name]
+        if held[cur] == key:
             return False
-        resident[name] = key
-        slots[name] ^= 1
+        slots[name] = 1 - cur
+        if held[1 - cur] == key:
+            return False
+        held[1 - cur] = key
         return True
 
     for k, (p, (n, oh0, oh_len, ow0, ow_len), (co0, co_len), j, (ci0, ci_len)) in enumerate(steps):
-        first, last = j == 0, j == len(cis) - 1
+        first, last = j == 0, j == n_ci - 1
         tile += first
         ih0, iw0 = oh0 * g.sh - g.ph, ow0 * g.sw - g.pw
         ih_len, iw_len = g.in_rows(oh_len), g.in_cols(ow_len)
@@ -123,7 +141,19 @@ def emit_gemm_layer(
                     pr=pads[3],
                 )
             if need("wgt", (p.key, co0, ci0)):
-                if p.w_kind == "const":
+                if g.depthwise:
+                    b.set(ld_ystride=co_len, ld_xstride=co_len)
+                    b.emit(
+                        Op.LOAD,
+                        mem=Mem.WGT,
+                        dtype=DType.I8,
+                        sram=slots["wgt"] * wgt_half,
+                        dram=p.w_off + blocks[(co0, ci0)],
+                        y=1,
+                        x=g.kh * g.kw,
+                        c=co_len,
+                    )
+                elif p.w_kind == "const":
                     b.set(ld_ystride=ci_len * co_len, ld_xstride=co_len)
                     b.emit(
                         Op.LOAD,
@@ -162,46 +192,35 @@ def emit_gemm_layer(
         acc = (tile % 2) * acc_half
         with pipe.compute(k, tile, first, last):
             inp, wgt = slots["inp"] * inp_half, slots["wgt"] * wgt_half
-            b.set(
-                g_ki=ci_len,
-                g_ko=g.kw,
-                g_kos=g.dw * ci_len,
-                g_n=co_len,
-                g_izp=ep.x_zp,
-                g_wzp=ep.w_zp,
-            )
-            uop = b.uop_block(
-                [
-                    (acc, inp + r * g.dh * iw_len * ci_len, wgt + r * g.kw * ci_len * co_len)
-                    for r in range(g.kh)
-                ]
-            )
+            b.set(g_izp=ep.x_zp, g_wzp=ep.w_zp, g_n=co_len)
+            if last:
+                b.set(g_tbl=slots["tbl"] * tbl_half, a_zp=ep.out_zp, a_lo=ep.qmin, a_hi=ep.qmax)
+            row = g.dh * iw_len * ci_len  # INP elements between kernel rows
+            if g.depthwise:
+                op, wrow = Op.DWCONV, g.kw * co_len
+                b.set(g_ki=1, g_ko=g.kw, g_kos=g.dw * ci_len)
+                uops = [(acc, inp + r * row, wgt + r * wrow) for r in range(g.kh)]
+            elif g.taps_contiguous:  # the whole window in one micro-op (im2col order)
+                op = Op.GEMM
+                b.set(g_ki=g.kw * ci_len, g_ko=g.kh, g_kos=row)
+                uops = [(acc, inp, wgt)]
+            else:  # dilated taps: one micro-op per kernel row
+                op, wrow = Op.GEMM, g.kw * ci_len * co_len
+                b.set(g_ki=ci_len, g_ko=g.kw, g_kos=g.dw * ci_len)
+                uops = [(acc, inp + r * row, wgt + r * wrow) for r in range(g.kh)]
             b.emit(
-                Op.GEMM,
+                op,
                 reset=int(first),
-                uop=uop,
-                nuop=g.kh,
+                uop=b.uop_block(uops),
+                nuop=len(uops),
                 e0=oh_len,
                 e1=ow_len,
                 is0=g.sh * iw_len * ci_len,
                 is1=g.sw * ci_len,
                 as0=ow_len * co_len,
                 as1=co_len,
+                rq=int(last),
             )
-            if last:
-                b.set(a_cols=co_len, a_zp=ep.out_zp, a_lo=ep.qmin, a_hi=ep.qmax)
-                uop = b.uop_block([(acc, slots["tbl"] * tbl_half, 0)])
-                b.emit(
-                    Op.ALU,
-                    aluop=AluOp.REQUANT,
-                    src=Src.TBL,
-                    uop=uop,
-                    nuop=1,
-                    e0=oh_len,
-                    e1=ow_len,
-                    ds0=ow_len * co_len,
-                    ds1=co_len,
-                )
         if last:
             with pipe.store(tile):
                 b.set(st_ystride=g.ow * p.y_channels, st_xstride=p.y_channels)

@@ -11,6 +11,7 @@ timing model and the counters).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -182,21 +183,26 @@ class Machine:
         table = self._view(Mem.UOP, 3 * first, (max(count, 1), 3), (3, 1), fx, write=False)
         return table[:count]
 
+    def _acc_views(self, insn: Insn, uops: np.ndarray, fx: Effect) -> list[np.ndarray]:
+        e0, e1, n = insn["e0"], insn["e1"], self.regs["g_n"]
+        views = [
+            self._view(Mem.ACC, int(a), (e0, e1, n), (insn["as0"], insn["as1"], 1), fx, write=True)
+            for a, _, _ in uops
+        ]
+        for view in views:
+            _check_disjoint(view, self.where)
+        if insn["reset"]:
+            for view in views:
+                view[...] = 0
+        return views
+
     def _gemm(self, insn: Insn, fx: Effect) -> None:
         r = self.regs
         e0, e1 = insn["e0"], insn["e1"]
         ki, ko, kos, n = r["g_ki"], r["g_ko"], r["g_kos"], r["g_n"]
         k, m = ki * ko, e0 * e1
         uops = self._uops(insn, fx)
-        acc_views = [
-            self._view(Mem.ACC, int(a), (e0, e1, n), (insn["as0"], insn["as1"], 1), fx, write=True)
-            for a, _, _ in uops
-        ]
-        for view in acc_views:
-            _check_disjoint(view, self.where)
-        if insn["reset"]:
-            for view in acc_views:
-                view[...] = 0
+        acc_views = self._acc_views(insn, uops, fx)
         rows, cols = self.cfg.array_rows, self.cfg.array_cols
         folds_total = 0
         for (_, i, w), acc in zip(uops, acc_views, strict=True):
@@ -226,6 +232,70 @@ class Machine:
         fx.macs = len(uops) * m * k * n
         if self.cfg.pipelined_folds and folds_total:
             fx.compute_cycles += 2 * rows + cols - 2  # first preload + one fill and drain
+        self._output_stage(insn, uops, acc_views, fx)
+
+    def _dwconv(self, insn: Insn, fx: Effect) -> None:
+        """Depthwise: ACC[e0, e1, n] += sum_t (INP[.. + t*g_kos + n] - izp) * (WGT[t, n] - wzp).
+
+        Channels map onto array columns (one channel per column, `g_n` channels in
+        ceil(g_n / cols) folds) and the `g_ko` taps of a micro-op (one kernel row) are the
+        reduction, weight-stationary per channel. Input pixel vectors (`cols` channels of one
+        pixel, one INP read per cycle, as in GEMM) stream through a systolic tap chain, so each
+        input pixel a micro-op touches is read once and used by every tap that needs it: a
+        micro-op costs, per fold, the number of distinct input pixels its taps touch.
+        """
+        r = self.regs
+        e0, e1, ko, kos, n = insn["e0"], insn["e1"], r["g_ko"], r["g_kos"], r["g_n"]
+        uops = self._uops(insn, fx)
+        acc_views = self._acc_views(insn, uops, fx)
+        rows, cols = self.cfg.array_rows, self.cfg.array_cols
+        if ko > rows:
+            raise ScratchpadBoundsError(
+                f"{self.where}: DWCONV g_ko={ko} taps exceed the {rows} array rows; "
+                "split the kernel row over several micro-ops"
+            )
+        is0, is1 = insn["is0"], insn["is1"]
+        for (_, i, w), acc in zip(uops, acc_views, strict=True):
+            xs = self._view(Mem.INP, int(i), (e0, e1, ko, n), (is0, is1, kos, 1), fx, write=False)
+            ws = self._view(Mem.WGT, int(w), (ko, n), (n, 1), fx, write=False)
+            a = xs.astype(np.int32) - np.int32(r["g_izp"])
+            b = ws.astype(np.int32) - np.int32(r["g_wzp"])
+            # |a|, |b| <= 255 and ko <= rows: the int32 sum is exact
+            result = acc + np.einsum("xytn,tn->xyn", a, b, dtype=np.int32)
+            self._check_int32(result, "DWCONV")
+            acc[...] = result
+        pixels = _touched_pixels(e1, is1, ko, kos)
+        per_uop = e0 * pixels if self.cfg.pipelined_folds else e0 * pixels + 2 * rows + cols - 2
+        fx.compute_cycles += len(uops) * -(-n // cols) * per_uop
+        fx.compute_cycles += 2 * rows + cols - 2  # weight preload + one fill and drain
+        fx.sram_bytes += len(uops) * (e0 * pixels * n + ko * n + 8 * e0 * e1 * n)
+        fx.macs = len(uops) * e0 * e1 * ko * n
+        self._output_stage(insn, uops, acc_views, fx)
+
+    def _output_stage(
+        self, insn: Insn, uops: np.ndarray, acc_views: list[np.ndarray], fx: Effect
+    ) -> None:
+        """`rq=1`: requantize each distinct accumulator view as it drains (bias, per-channel
+        M/shift from TBL at `g_tbl`, then `a_zp` and the `a_lo`/`a_hi` clamp, exactly as ALU
+        REQUANT). The output stage has `alu_lanes` lanes and runs behind the array, so the
+        instruction ends `alu_latency` after the later of the array and the stage."""
+        if not insn["rq"]:
+            return
+        n = self.regs["g_n"]
+        table = self._view(Mem.TBL, self.regs["g_tbl"], (3 * n,), (1,), fx, write=False)
+        seen: set[int] = set()
+        elements = 0
+        for (a, _, _), view in zip(uops, acc_views, strict=True):
+            if int(a) in seen:
+                continue
+            seen.add(int(a))
+            view[...] = self._alu_value(AluOp.REQUANT, view, table)
+            elements += view.size
+        stage = -(-elements // self.cfg.alu_lanes)
+        fx.compute_cycles = max(fx.compute_cycles, stage) + self.cfg.alu_latency
+        fx.alu_ops += elements
+        fx.alu_muls += elements
+        fx.sram_bytes += 12 * n + 8 * elements
 
     def _alu(self, insn: Insn, fx: Effect) -> None:
         r = self.regs
@@ -290,6 +360,12 @@ class Machine:
         return value
 
 
+@functools.lru_cache(maxsize=256)
+def _touched_pixels(e1: int, is1: int, ko: int, kos: int) -> int:
+    """Distinct input positions `i1 * is1 + t * kos` (i1 < e1, t < ko) of one output row."""
+    return int(np.unique(np.add.outer(np.arange(e1) * is1, np.arange(ko) * kos)).size)
+
+
 def _check_disjoint(view: np.ndarray, where: str) -> None:
     """A destination view must not name one element twice (the result would be ill-defined)."""
     e0, e1, n = view.shape
@@ -307,5 +383,6 @@ _HANDLERS = {
     Op.LOAD: Machine._load,
     Op.STORE: Machine._store,
     Op.GEMM: Machine._gemm,
+    Op.DWCONV: Machine._dwconv,
     Op.ALU: Machine._alu,
 }

@@ -201,7 +201,7 @@ def _simulate(
             bus_free = xfer_start + xfer
             free[q] = bus_free
             done = bus_free + cfg.dram_latency
-        elif insn.op in (Op.GEMM, Op.ALU):
+        elif insn.op in (Op.GEMM, Op.DWCONV, Op.ALU):
             done = free[q] = start + cfg.issue_cycles + fx.compute_cycles
         else:
             done = free[q] = start + 1

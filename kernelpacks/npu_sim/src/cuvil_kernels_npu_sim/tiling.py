@@ -32,6 +32,13 @@ class ConvGeometry:
     pw: int
     dh: int
     dw: int
+    depthwise: bool = False  # cin == cout channels, one filter each (DWCONV; tiles ci_t == co_t)
+
+    @property
+    def taps_contiguous(self) -> bool:
+        """The kw taps of a kernel row are adjacent pixels, so a whole kernel window is `kh`
+        contiguous runs of `kw * ci` elements and reduces as one K = kh * kw * ci GEMM."""
+        return self.dw == 1 or self.kw == 1
 
     @property
     def oh(self) -> int:
@@ -65,9 +72,12 @@ def _splits(total: int, tile: int) -> list[int]:
 
 def _fits(g: ConvGeometry, cfg: NpuConfig, oh_t: int, ow_t: int, ci_t: int, co_t: int) -> bool:
     ih, iw = g.in_rows(oh_t), g.in_cols(ow_t)
+    if g.depthwise and (ci_t != co_t or g.kw > cfg.array_rows):
+        return False
+    w_tile = g.kh * g.kw * co_t if g.depthwise else g.kh * g.kw * ci_t * co_t
     return (
         ih * iw * ci_t <= cfg.inp_bytes // 2
-        and g.kh * g.kw * ci_t * co_t <= cfg.wgt_bytes // 2
+        and w_tile <= cfg.wgt_bytes // 2
         and oh_t * ow_t * co_t <= cfg.acc_words // 2
         and 3 * co_t <= cfg.tbl_words // 2
         and ih <= 1023
@@ -83,6 +93,18 @@ def _fits(g: ConvGeometry, cfg: NpuConfig, oh_t: int, ow_t: int, ci_t: int, co_t
     )
 
 
+def _burst_factor(run: int, cfg: NpuConfig) -> float:
+    """Charged / useful DRAM bytes of transfers made of `run`-byte contiguous pieces."""
+    burst = cfg.dram_burst_bytes
+    return -(-run // burst) * burst / run
+
+
+def _touched(g: ConvGeometry, ow_t: int) -> int:
+    """Input pixels one DWCONV micro-op streams per output row (see machine._dwconv)."""
+    cols = {o * g.sw + t * g.dw for o in range(ow_t) for t in range(g.kw)}
+    return len(cols)
+
+
 def _estimate(
     g: ConvGeometry, cfg: NpuConfig, oh_t: int, ow_t: int, ci_t: int, co_t: int, order: str
 ) -> tuple[float, int]:
@@ -91,24 +113,58 @@ def _estimate(
     co_lens, ci_lens = _splits(g.cout, co_t), _splits(g.cin, ci_t)
     n_co, n_ci = len(co_lens), len(ci_lens)
     in_pass = n_sp * g.in_rows(oh_t) * g.in_cols(ow_t) * g.cin
-    w_total = g.kh * g.kw * g.cin * g.cout
+    w_total = g.kh * g.kw * g.cout * (1 if g.depthwise else g.cin)
     out_total = g.batch * g.oh * g.ow * g.cout
-    if order == "weights_outer":
+    # both slots of a double buffer stay resident, so two reduction steps reload nothing
+    if g.depthwise:  # each channel tile reads its own input channels: input read once
+        inp, wgt, n_ci = in_pass, w_total, 1
+    elif order == "weights_outer":
         inp = n_co * in_pass
-        wgt = w_total if n_ci == 1 or n_sp == 1 else n_sp * w_total
+        wgt = w_total if n_ci <= 2 or n_sp == 1 else n_sp * w_total
     else:
-        inp = in_pass if n_ci == 1 else n_co * in_pass
-        wgt = w_total if n_co * n_ci == 1 or n_sp == 1 else n_sp * w_total
-    dram = inp + wgt + out_total + 12 * g.cout
+        inp = in_pass if n_ci <= 2 else n_co * in_pass
+        wgt = w_total if n_co * n_ci <= 2 or n_sp == 1 else n_sp * w_total
+    # DRAM charges whole bursts per contiguous run: a channel slice of an NHWC pixel is one run
+    in_run = ci_t if ci_t < g.cin else g.in_cols(ow_t) * g.cin
+    out_run = co_t if co_t < g.cout else ow_t * g.cout
+    dram = inp * _burst_factor(in_run, cfg) + wgt + out_total * _burst_factor(out_run, cfg)
+    dram += 12 * g.cout
     m = g.batch * g.oh * g.ow / n_sp
-    folds = sum(-(-g.kw * ci // rows) * -(-co // cols) for ci in ci_lens for co in co_lens)
+    if g.depthwise:
+        per_row = _touched(g, ow_t) * m / ow_t
+        array = g.kh * sum(-(-co // cols) for co in co_lens) * per_row
+    elif g.taps_contiguous:
+        folds = sum(
+            -(-g.kh * g.kw * ci // rows) * -(-co // cols) for ci in ci_lens for co in co_lens
+        )
+        array = folds * max(m, rows)
+    else:
+        folds = sum(-(-g.kw * ci // rows) * -(-co // cols) for ci in ci_lens for co in co_lens)
+        array = g.kh * folds * max(m, rows)
     n_steps = n_sp * n_co * n_ci
-    compute = n_sp * (g.kh * folds * max(m, rows) + n_ci * n_co * (2 * rows + cols + 20))
-    compute += out_total / cfg.alu_lanes
-    first = (g.in_rows(oh_t) * g.in_cols(ow_t) * ci_t + g.kh * g.kw * ci_t * co_t) / bw
+    compute = n_sp * (array + n_ci * n_co * (2 * rows + cols + 20) + n_co * cfg.alu_latency)
+    w_tile = g.kh * g.kw * co_t * (1 if g.depthwise else ci_t)
+    first = (g.in_rows(oh_t) * g.in_cols(ow_t) * ci_t + w_tile) / bw
     last = oh_t * ow_t * co_t / bw
     est = max(compute, dram / bw) + first + last + 2 * cfg.dram_latency + 8 * n_steps
     return est, dram
+
+
+def _balanced(ci_all: list[int], g: ConvGeometry, cfg: NpuConfig, co_t: int) -> list[int]:
+    """The deepest input-channel tile that fits, split evenly (1023 + 257 channels would stall
+    the double buffer on the unequal steps), and that split halved again (a smaller first load
+    starts the array sooner)."""
+    fit = next((c for c in ci_all if _fits(g, cfg, 1, 1, c, co_t)), None)
+    if fit is None:
+        return []
+    rows = cfg.array_rows
+    out = []
+    for parts in (-(-g.cin // fit), 2 * -(-g.cin // fit)):
+        even = -(-g.cin // parts)
+        even = min(fit, -(-even // rows) * rows) if even > rows else even
+        if even not in out and even <= g.cin:
+            out.append(even)
+    return out
 
 
 def search_conv_tiling(g: ConvGeometry, cfg: NpuConfig) -> ConvTiling:
@@ -130,7 +186,7 @@ def search_conv_tiling(g: ConvGeometry, cfg: NpuConfig) -> ConvTiling:
     best: ConvTiling | None = None
     for order in ("weights_outer", "spatial_outer"):
         for co_t in co_opts:
-            for ci_t in ci_all:
+            for ci_t in [co_t] if g.depthwise else _balanced(ci_all, g, cfg, co_t):
                 ow_fit = [o for o in ow_opts if _fits(g, cfg, 1, o, ci_t, co_t)]
                 if not ow_fit:
                     continue
@@ -145,7 +201,6 @@ def search_conv_tiling(g: ConvGeometry, cfg: NpuConfig) -> ConvTiling:
                     cand = ConvTiling(oh_t, ow_t, ci_t, co_t, order, est, dram)
                     if best is None or (est, dram) < (best.est_cycles, best.dram_bytes):
                         best = cand
-                break  # split input channels only when the full depth does not fit
     if best is None:
         raise ValueError(f"no tiling of {g} fits the {cfg.name} scratchpads")
     return best
