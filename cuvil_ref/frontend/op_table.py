@@ -451,6 +451,18 @@ ATEN_TABLE: dict[str, Conv] = {
 }
 
 
+# --------------------------------------------------------------------------- torch.ao quantization
+# Fake-quant modules (QAT), QAT layers and converted quantized modules/functions become
+# quantize -> dequantize pairs with the model's own scales (see cuvil_ref/quant/torch_import.py).
+# A quantized tensor is represented by its dequantized float value, so ``.dequantize()`` is a no-op.
+
+from cuvil_ref.quant import torch_import as _torch_import  # noqa: E402
+
+MODULE_TABLE.update(_torch_import.module_table())
+FUNCTION_TABLE.update(_torch_import.function_table())
+METHOD_TABLE["dequantize"] = fn.identity
+
+
 def supported_names() -> list[str]:
     """Every torch name the tables know (for error hints)."""
     names = set(COMMON) | set(METHOD_TABLE) | {t.__name__ for t in MODULE_TABLE}

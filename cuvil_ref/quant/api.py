@@ -47,7 +47,13 @@ def quantize_module(
     example_inputs: Any = None,
     **observer_options: Any,
 ) -> tuple[Module, dict[str, Any]]:
-    """Quantize ``module`` to int8; returns ``(quantized module, report)``.
+    """Quantize ``module``; returns ``(quantized module, report)``.
+
+    ``mode``: ``"int8"`` (below); ``"fp16"``/``"bf16"`` (:mod:`cuvil_ref.quant.lowp`: no
+    calibration needed, data only feeds the report's SQNR); ``"mixed"``
+    (:mod:`cuvil_ref.quant.mixed`, options ``min_sqnr_db`` and ``fallback_precision``). A graph
+    holding quantize/dequantize pairs (a captured QAT or torch.ao-converted model) is lowered
+    with its own scales (:mod:`cuvil_ref.quant.torch_import`).
 
     ``calibration_data`` is an iterable of batches (each a tuple with one array/tensor per graph
     input, or a single array for one-input graphs) or one such batch. When it is ``None`` a
@@ -57,10 +63,29 @@ def quantize_module(
     ``per_channel`` picks per-output-channel weight scales; ``skip`` lists op names or node
     output names to keep in float.
     """
+    mod = module if isinstance(module, Module) else Module(module)
+    if mode in ("fp16", "bf16"):
+        from cuvil_ref.quant.lowp import quantize_lowp
+
+        return quantize_lowp(mod, mode, calibration_data, example_inputs=example_inputs)
+    if mode == "mixed":
+        from cuvil_ref.quant.mixed import quantize_mixed
+
+        return quantize_mixed(
+            mod,
+            calibration_data if calibration_data is not None else example_inputs,
+            observer=observer,
+            per_channel=per_channel,
+            **observer_options,
+        )
     if mode != "int8":
         raise QuantizationError(
-            f"quantize_module: mode {mode!r} is not handled here; it quantizes to 'int8' only"
+            f"quantize_module: unknown mode {mode!r}; choose 'int8', 'fp16', 'bf16' or 'mixed'"
         )
+    from cuvil_ref.quant.torch_import import has_qdq, lower_qdq
+
+    if has_qdq(mod.graph):  # a QAT / torch.ao-converted model: its own scales, no calibration
+        return lower_qdq(mod, calibration_data if calibration_data is not None else example_inputs)
     if observer not in OBSERVERS:
         raise QuantizationError(
             f"quantize_module: unknown observer {observer!r}; choose one of {', '.join(OBSERVERS)}"
@@ -75,7 +100,6 @@ def quantize_module(
                 "representative inputs (each batch a tuple of arrays, one per model input)"
             )
         calibration_data = example_inputs
-    mod = module if isinstance(module, Module) else Module(module)
     graph = fold_batch_norm(mod.graph)
     batches = normalize_batches(graph, calibration_data)
     qparams = run_calibration(graph, batches, observer, **observer_options)

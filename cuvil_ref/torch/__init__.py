@@ -125,6 +125,7 @@ def compile(
     capture: str = "auto",
     fallback: str = "allow",
     cache: bool | None = None,
+    quant_options: dict[str, Any] | None = None,
 ) -> CompiledModule:
     """Compile ``model`` for ``target``; the result is called like the model.
 
@@ -137,6 +138,8 @@ def compile(
     ``dynamic_batch=True`` make sizes symbolic. ``capture="auto"`` tries torch.fx, then
     torch.export. ``fallback="error"`` forbids running unsupported nodes on ``ref``.
     ``cache``: use the on-disk compile cache (default on; ``CUVIL_CACHE=0`` turns it off).
+    ``quant_options``: passed to the quantizer (``observer="percentile"``, ``per_channel``,
+    ``min_sqnr_db`` for "mixed"...; see ``cuvil_ref.quant.quantize_module``).
     Without ``example_inputs`` the model is captured on its first call.
     """
     from cuvil_ref.compiler import QUANTIZE_MODES, _merge_options, compile_module
@@ -177,6 +180,7 @@ def compile(
             calibration_data=calib,
             fallback=fallback,
             cache=cache,
+            quant_options=quant_options,
         )
         return CompiledModule(program, capture=mode, signature=signature, options=options)
 

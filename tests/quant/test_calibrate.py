@@ -121,5 +121,5 @@ def test_sqnr_db() -> None:
 
 
 def test_unsupported_mode_is_rejected() -> None:
-    with pytest.raises(QuantizationError, match="'fp16'"):
-        quantize_module(Module(tiny()), "fp16", data())
+    with pytest.raises(QuantizationError, match="'int4'"):
+        quantize_module(Module(tiny()), "int4", data())

@@ -1,0 +1,570 @@
+"""Import of torch.ao-quantized models with their own scales and zero points.
+
+Two halves:
+
+* **Capture** (converters registered in ``frontend/op_table.py``): a torch.ao fake-quant module
+  (``FakeQuantize``, ``FusedMovingAvgObsFakeQuantize``), a QAT layer's weight fake-quant and a
+  converted quantized module (``torch.ao.nn.quantized.Conv2d``...) each become a
+  ``quantize -> dequantize`` pair (plus an int8 ``clamp`` when torch's range is narrower than
+  int8) carrying the module's *current* scale and zero point. The captured float graph therefore
+  *is* the fake-quant forward, runnable by the reference interpreter. torch's ``quint8`` values
+  ``[0, 255]`` map to our int8 by subtracting 128 from ``q`` and the zero point (same reals).
+* **Lowering** (:func:`lower_qdq`, used by ``quantize_module(mode="int8")`` when the graph holds
+  Q/DQ pairs): the pairs are stripped into per-value parameters, and the PTQ rewriter
+  (:mod:`cuvil_ref.quant.ptq`) runs with those parameters instead of calibrated ones and with the
+  imported weight scales, so the integer ops (qconv2d, qlinear, qadd...) and their multipliers
+  come from ``arith.quantize_multiplier`` exactly as for PTQ. A value without a fake-quant stays in
+  float, as it does in torch. Calibration data is used only for the report's SQNR figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cuvil_ref.errors import CaptureError, QuantizationError
+from cuvil_ref.ir.frozen import FrozenDict
+from cuvil_ref.ir.graph import Graph, Module, Node, Value
+from cuvil_ref.ir.verifier import verify
+from cuvil_ref.passes.dce import eliminate_dead_code
+from cuvil_ref.quant import arith, ptq
+from cuvil_ref.quant.ptq import Fallback, QValue, Rewriter
+
+INT8_RANGE = (arith.INT8_MIN, arith.INT8_MAX)
+
+
+@dataclass(frozen=True)
+class TorchQParams:
+    """A torch quantizer's parameters in Cuvil's int8 terms (zero points and range shifted)."""
+
+    scale: tuple[float, ...]
+    zero_point: tuple[int, ...]
+    axis: int | None
+    qmin: int
+    qmax: int
+
+    def attrs(self) -> dict[str, Any]:
+        return {"scale": self.scale, "zero_point": self.zero_point, "axis": self.axis}
+
+
+def torch_qparams(
+    scale: Any, zero_point: Any, dtype: Any, qmin: int, qmax: int, axis: int | None, what: str
+) -> TorchQParams:
+    """Convert torch's (scale, zero_point, dtype, quant range) to int8 terms."""
+    import torch
+
+    offsets = {torch.quint8: -128, torch.qint8: 0}
+    if dtype not in offsets:
+        raise CaptureError(
+            f"{what}: torch quantized dtype {dtype} is not supported; Cuvil imports quint8 and "
+            "qint8 (8-bit) quantizers"
+        )
+    off = offsets[dtype]
+    scales = np.atleast_1d(np.asarray(_np(scale), np.float32))
+    zps = np.atleast_1d(np.asarray(_np(zero_point))).astype(np.int64) + off
+    lo, hi = int(qmin) + off, int(qmax) + off
+    if not arith.INT8_MIN <= lo <= hi <= arith.INT8_MAX:
+        raise CaptureError(f"{what}: quant range [{qmin}, {qmax}] of {dtype} does not fit 8 bits")
+    return TorchQParams(tuple(float(s) for s in scales), tuple(int(z) for z in zps), axis, lo, hi)
+
+
+def _qrange() -> dict[Any, tuple[int, int]]:
+    import torch
+
+    return {torch.quint8: (0, 255), torch.qint8: (-128, 127)}
+
+
+def _np(x: Any) -> Any:
+    return x.detach().cpu().numpy() if hasattr(x, "detach") else x
+
+
+def fake_quant_params(m: Any, what: str) -> TorchQParams | None:
+    """A FakeQuantize module's current parameters; ``None`` when its fake quant is disabled."""
+    import torch
+
+    if hasattr(m, "fake_quant_enabled") and not bool(m.fake_quant_enabled[0]):
+        return None
+    per_channel = m.qscheme in (torch.per_channel_symmetric, torch.per_channel_affine)
+    axis = int(m.ch_axis) if per_channel else None
+    return torch_qparams(m.scale, m.zero_point, m.dtype, m.quant_min, m.quant_max, axis, what)
+
+
+def qdq(cx: Any, x: Value, p: TorchQParams | None) -> Value:
+    """``dequantize(quantize(x))`` with ``p`` (a clamp in between for a narrow range)."""
+    if p is None:
+        return x
+    q = cx.op("quantize", [x], **p.attrs())
+    if (p.qmin, p.qmax) != INT8_RANGE:
+        q = cx.op("clamp", [q], min=float(p.qmin), max=float(p.qmax))
+    return cx.op("dequantize", [q], **p.attrs())
+
+
+# --- capture converters --------------------------------------------------------------------------
+
+
+def _fake_quantize(cx: Any, m: Any, path: str, x: Value) -> Value:
+    return qdq(cx, x, fake_quant_params(m, f"fake-quant '{path}'"))
+
+
+def _const(cx: Any, path: str, name: str, tensor: Any) -> Value | None:
+    return None if tensor is None else cx.weight(f"{path}.{name}", tensor)
+
+
+def _conv(cx: Any, m: Any, path: str, x: Value, w: Value, b: Value | None) -> Value:
+    from cuvil_ref.frontend import functional as fn
+
+    if getattr(m, "padding_mode", "zeros") != "zeros":
+        raise CaptureError(f"'{path}': padding_mode={m.padding_mode!r} is not supported")
+    return fn.conv2d(cx, x, w, b, m.stride, m.padding, m.dilation, m.groups)
+
+
+def _qat_conv(relu: bool, bn: bool) -> Callable[..., Value]:
+    """QAT conv (ConvBn/ConvBnReLU fold BN with running stats exactly as torch's eval forward)."""
+
+    def convert(cx: Any, m: Any, path: str, x: Value) -> Value:
+        import torch
+
+        weight, bias = m.weight.detach(), m.bias
+        if bn:
+            std = torch.sqrt(m.bn.running_var + m.bn.eps)
+            factor = (m.bn.weight / std).detach()
+            weight = weight * factor.reshape(-1, 1, 1, 1)
+            b0 = torch.zeros_like(m.bn.running_mean) if bias is None else bias.detach()
+            bias = ((b0 - m.bn.running_mean) * factor + m.bn.bias).detach()
+        p = fake_quant_params(m.weight_fake_quant, f"weight fake-quant of '{path}'")
+        w = qdq(cx, cx.weight(f"{path}.weight", weight), p)
+        y = _conv(cx, m, path, x, w, _const(cx, path, "bias", bias))
+        return cx.op("relu", [y]) if relu else y
+
+    return convert
+
+
+def _qat_linear(relu: bool) -> Callable[..., Value]:
+    def convert(cx: Any, m: Any, path: str, x: Value) -> Value:
+        from cuvil_ref.frontend import functional as fn
+
+        p = fake_quant_params(m.weight_fake_quant, f"weight fake-quant of '{path}'")
+        w = qdq(cx, cx.weight(f"{path}.weight", m.weight), p)
+        y = fn.linear(cx, x, w, _const(cx, path, "bias", m.bias))
+        return cx.op("relu", [y]) if relu else y
+
+    return convert
+
+
+def _weight_params(qw: Any, what: str) -> TorchQParams:
+    import torch
+
+    if qw.qscheme() in (torch.per_channel_symmetric, torch.per_channel_affine):
+        scale, zp = qw.q_per_channel_scales(), qw.q_per_channel_zero_points()
+        axis: int | None = int(qw.q_per_channel_axis())
+    else:
+        scale, zp, axis = qw.q_scale(), qw.q_zero_point(), None
+    lo, hi = _qrange().get(qw.dtype, (0, 0))
+    return torch_qparams(scale, zp, qw.dtype, lo, hi, axis, what)
+
+
+def _output_params(m: Any, what: str) -> TorchQParams:
+    import torch
+
+    return torch_qparams(m.scale, m.zero_point, torch.quint8, 0, 255, None, what)
+
+
+def _quantized_layer(kind: str, relu: bool) -> Callable[..., Value]:
+    """A converted quantized conv/linear: int weights re-expressed as Q/DQ of their reals."""
+
+    def convert(cx: Any, m: Any, path: str, x: Value) -> Value:
+        from cuvil_ref.frontend import functional as fn
+
+        qw = m.weight()
+        w = qdq(cx, cx.weight(f"{path}.weight", qw.dequantize()), _weight_params(qw, path))
+        b = _const(cx, path, "bias", m.bias())
+        y = _conv(cx, m, path, x, w, b) if kind == "conv" else fn.linear(cx, x, w, b)
+        if relu:
+            y = cx.op("relu", [y])
+        return qdq(cx, y, _output_params(m, path))
+
+    return convert
+
+
+def _quantize_module(cx: Any, m: Any, path: str, x: Value) -> Value:
+    p = torch_qparams(m.scale, m.zero_point, m.dtype, 0, 255, None, f"Quantize '{path}'")
+    return qdq(cx, x, p)
+
+
+def _identity(cx: Any, m: Any, path: str, x: Value) -> Value:
+    return x
+
+
+def _scalar(cx: Any, v: Any) -> Any:
+    """A Python number from a literal or a captured 0-d constant (fx get_attr of a buffer)."""
+    if isinstance(v, Value):
+        consts = cx.builder._constants  # a get_attr buffer was captured as a constant
+        if v.name not in consts:
+            raise CaptureError(f"quantization parameter %{v.name} must be a constant buffer")
+        return consts[v.name].reshape(()).item()
+    return v
+
+
+def _quantize_per_tensor(cx: Any, x: Value, scale: Any, zero_point: Any, dtype: Any) -> Value:
+
+    lo, hi = _qrange().get(dtype, (0, 0))
+    p = torch_qparams(
+        _scalar(cx, scale), _scalar(cx, zero_point), dtype, lo, hi, None, "quantize_per_tensor"
+    )
+    return qdq(cx, x, p)
+
+
+def _quint8() -> Any:
+    import torch
+
+    return torch.quint8
+
+
+def _quantized_binary(op: str, relu: bool) -> Callable[..., Value]:
+    def convert(cx: Any, a: Value, b: Value, scale: Any, zero_point: Any) -> Value:
+        y = cx.op(op, [a, b])
+        if relu:
+            y = cx.op("relu", [y])
+        p = torch_qparams(_scalar(cx, scale), _scalar(cx, zero_point), _quint8(), 0, 255, None, op)
+        return qdq(cx, y, p)
+
+    return convert
+
+
+def module_table() -> dict[type, Callable[..., Any]]:
+    """torch.ao module class -> capture converter (merged into ``MODULE_TABLE``)."""
+    import torch.ao.nn.intrinsic.qat as nniqat
+    import torch.ao.nn.intrinsic.quantized as nniq
+    import torch.ao.nn.qat as nnqat
+    import torch.ao.nn.quantized as nnq
+    from torch.ao.quantization import fake_quantize as fq
+
+    return {
+        fq.FakeQuantize: _fake_quantize,
+        fq.FusedMovingAvgObsFakeQuantize: _fake_quantize,
+        fq.FixedQParamsFakeQuantize: _fake_quantize,
+        nnqat.Conv2d: _qat_conv(relu=False, bn=False),
+        nniqat.ConvReLU2d: _qat_conv(relu=True, bn=False),
+        nniqat.ConvBn2d: _qat_conv(relu=False, bn=True),
+        nniqat.ConvBnReLU2d: _qat_conv(relu=True, bn=True),
+        nnqat.Linear: _qat_linear(relu=False),
+        nniqat.LinearReLU: _qat_linear(relu=True),
+        nnq.Conv2d: _quantized_layer("conv", relu=False),
+        nniq.ConvReLU2d: _quantized_layer("conv", relu=True),
+        nnq.Linear: _quantized_layer("linear", relu=False),
+        nniq.LinearReLU: _quantized_layer("linear", relu=True),
+        nnq.Quantize: _quantize_module,
+        nnq.DeQuantize: _identity,
+        nnq.Dropout: _identity,
+    }
+
+
+def function_table() -> dict[Any, Callable[..., Any]]:
+    """torch functions of converted models -> converters (merged into ``FUNCTION_TABLE``)."""
+    import torch
+
+    return {
+        torch.quantize_per_tensor: _quantize_per_tensor,
+        torch.ops.quantized.add: _quantized_binary("add", relu=False),
+        torch.ops.quantized.add_relu: _quantized_binary("add", relu=True),
+        torch.ops.quantized.mul: _quantized_binary("mul", relu=False),
+    }
+
+
+# --- lowering ------------------------------------------------------------------------------------
+
+#: Float ops whose int8 output keeps the input's parameters in torch's quantized kernels.
+INHERIT = frozenset({"avg_pool2d", "adaptive_avg_pool2d"})
+
+
+def has_qdq(graph: Graph) -> bool:
+    """Whether ``graph`` holds quantize -> dequantize pairs (an imported torch.ao model)."""
+    return any(n.op == "quantize" for n in graph.nodes) and any(
+        n.op == "dequantize" for n in graph.nodes
+    )
+
+
+def _params(node: Node, lo: int, hi: int) -> TorchQParams:
+    a = node.attrs
+    return TorchQParams(tuple(a["scale"]), tuple(a["zero_point"]), a["axis"], lo, hi)
+
+
+@dataclass(frozen=True)
+class Stripped:
+    """A QDQ graph without its pairs: the float graph, activation and weight parameters."""
+
+    graph: Graph
+    activations: dict[str, TorchQParams]
+    weights: dict[str, TorchQParams]
+    requantize: frozenset[str] = frozenset()  # values re-fake-quantized with new parameters
+
+
+def strip_qdq(graph: Graph) -> Stripped:
+    """Remove every ``quantize [-> clamp] -> dequantize`` chain, recording its parameters on the
+    float value it quantized (constants: weight parameters; others: activation parameters)."""
+    users = graph.users()
+    alias: dict[str, Value] = {}
+    drop: set[int] = set()
+    acts: dict[str, TorchQParams] = {}
+    weights: dict[str, TorchQParams] = {}
+    extra: dict[int, Node] = {}  # id(quantize node) -> requantize marker emitted in its place
+    requant: set[str] = set()
+    for q in graph.nodes:
+        if q.op != "quantize":
+            continue
+        chain, readers = [q], users.get(q.outputs[0].name, [])
+        lo, hi = INT8_RANGE
+        if len(readers) == 1 and readers[0].op == "clamp":
+            clamp = readers[0]
+            lo = max(lo, int(np.ceil(clamp.attrs["min"])))
+            hi = min(hi, int(np.floor(clamp.attrs["max"])))
+            chain.append(clamp)
+            readers = users.get(clamp.outputs[0].name, [])
+        if not readers or any(r.op != "dequantize" or r.attrs != q.attrs for r in readers):
+            continue
+        src = alias.get(q.inputs[0].name, q.inputs[0])
+        p = _params(q, lo, hi)
+        table = weights if src.name in graph.constants else acts
+        if table.get(src.name, p) != p:
+            # fake-quant of an already fake-quantized value (e.g. across a dropout): a requantize,
+            # marked by a no-op clamp whose output carries the second parameters
+            out = Value(readers[0].outputs[0].name, src.type)
+            marker = Node("clamp", (src,), (out,), FrozenDict({"min": None, "max": None}))
+            extra[id(q)] = marker
+            requant.add(out.name)
+            src = out
+        table[src.name] = p
+        for r in readers:
+            alias[r.outputs[0].name] = src
+        drop.update(id(n) for n in (*chain, *readers))
+
+    def rename(v: Value) -> Value:
+        return alias.get(v.name, v)
+
+    nodes = [
+        Node(n.op, tuple(rename(v) for v in n.inputs), n.outputs, n.attrs, n.provenance)
+        for n in (extra.get(id(m), m) for m in graph.nodes)
+        if id(n) not in drop
+    ]
+    for n in nodes:  # avg pools requantize to their input's parameters in torch.ao
+        if n.op in INHERIT and n.inputs[0].name in acts and n.outputs[0].name not in acts:
+            acts[n.outputs[0].name] = acts[n.inputs[0].name]
+    new = graph.replace(nodes=nodes, outputs=[rename(v) for v in graph.outputs])
+    return Stripped(eliminate_dead_code(new).graph, acts, weights, frozenset(requant))
+
+
+class ImportRewriter(Rewriter):
+    """The PTQ rewriter with imported activation ranges and weight parameters."""
+
+    def __init__(self, stripped: Stripped) -> None:
+        per_tensor = {k: p for k, p in stripped.activations.items() if p.axis is None}
+        qparams = {k: (np.float32(p.scale[0]), p.zero_point[0]) for k, p in per_tensor.items()}
+        super().__init__(stripped.graph, qparams, per_channel=True)
+        self.ranges = {k: (p.qmin, p.qmax) for k, p in per_tensor.items()}
+        self.weights = stripped.weights
+        self.requant = stripped.requantize
+
+    def run(self) -> Graph:  # Rewriter.run with IMPORT_RULES
+        for v in self.graph.inputs:
+            self.floats[v.name] = self.b.add_input(v)
+        for node in self.graph.nodes:
+            if id(node) in self.fused:
+                self.layers.append(ptq._layer(node, "fused", f"fused into %{self.fused[id(node)]}"))
+                continue
+            requant = node.outputs[0].name in self.requant
+            rule = _requantize if requant else IMPORT_RULES.get(node.op)
+            reason = f"op '{node.op}' has no int8 form"
+            if rule is not None:
+                try:
+                    self.layers.append(rule(self, node))
+                    self.retarget(node.outputs[0].name)
+                    continue
+                except (Fallback, QuantizationError) as exc:
+                    reason = str(exc)
+            self.fallback(node, reason)
+        return self.b.build([self.as_float(v) for v in self.graph.outputs])
+
+    def fusable_activation(self, node: Node) -> Node | None:
+        # torch quantizes a producer's output before its activation when both carry a fake-quant
+        if node.outputs[0].name in self.qparams:
+            return None
+        return super().fusable_activation(node)
+
+    def retarget(self, name: str) -> None:
+        """Requantize a pass-through result (kept at its input's parameters) to its own."""
+        q = self.ints.get(name)
+        if q is None or name not in self.qparams:
+            return
+        scale, zp = self.qparams[name]
+        lo, hi = self.ranges[name]
+        if (float(q.scale), q.zp) == (float(scale), zp) and (lo, hi) == INT8_RANGE:
+            return
+        mult, shift = arith.quantize_multiplier(float(q.scale) / float(scale))
+        attrs = {"x_zp": q.zp, "multiplier": (mult,), "shift": (shift,), "out_scale": float(scale)}
+        attrs.update({"out_zp": zp, "qmin": lo, "qmax": hi})
+        v = self.b.op("requantize", [q.value], attrs, name=f"{name}_rq")
+        self.ints[name] = QValue(v, np.float32(scale), zp)
+
+    def emit(
+        self,
+        node: Node,
+        op: str,
+        inputs: list[Value],
+        attrs: dict[str, Any],
+        out: tuple[np.float32, int],
+        final: str,
+    ) -> QValue:
+        lo, hi = self.ranges.get(final, INT8_RANGE)
+        qmin, qmax = max(attrs.get("qmin", lo), lo), min(attrs.get("qmax", hi), hi)
+        return super().emit(node, op, inputs, {**attrs, "qmin": qmin, "qmax": qmax}, out, final)
+
+    def as_int8(self, v: Value) -> QValue:
+        fresh = v.name not in self.ints
+        q = super().as_int8(v)
+        lo, hi = self.ranges.get(v.name, INT8_RANGE)
+        if fresh and (lo, hi) != INT8_RANGE:
+            clamped = self.b.op("clamp", [q.value], {"min": float(lo), "max": float(hi)})
+            q = QValue(clamped, q.scale, q.zp)
+            self.ints[v.name] = q
+        return q
+
+
+def _requantize(rw: Rewriter, node: Node) -> dict[str, Any]:
+    """A value fake-quantized again with new parameters: an integer requantize."""
+    name = node.outputs[0].name
+    out = rw.out_params(name)
+    xq = rw.as_int8(node.inputs[0])
+    mult, shift = arith.quantize_multiplier(float(xq.scale) / float(out[0]))
+    attrs = {"x_zp": xq.zp, "multiplier": (mult,), "shift": (shift,)}
+    q = rw.emit(node, "requantize", [xq.value], attrs, out, name)
+    return ptq._layer(node, "int8 per-tensor", qop="requantize", **ptq._io([xq], q))
+
+
+def _accumulating(
+    rw: ImportRewriter, node: Node, op: str, w_name: str, k: int, attrs: dict[str, Any]
+) -> dict[str, Any]:
+    """conv2d/linear with the imported weight parameters (symmetric int8, axis 0 or per tensor)."""
+    p = rw.weights.get(w_name)
+    if p is None:
+        raise Fallback(f"weight %{w_name} has no fake-quant; torch runs this layer in float")
+    if any(z != 0 for z in p.zero_point) or p.axis not in (None, 0):
+        raise Fallback("only symmetric weights quantized along the output channel are int8 ops")
+    w = ptq._weight(rw, node.inputs[1], "weight")
+    bias = ptq._weight(rw, node.inputs[2], "bias") if len(node.inputs) > 2 else None
+    scales = np.broadcast_to(np.asarray(p.scale, np.float32), (w.shape[0],)).copy()
+    kind, final = rw.fuse(node)
+    out = rw.out_params(final)
+    xq = rw.as_int8(node.inputs[0])
+    zeros = np.zeros(w.shape[0], np.int64)
+    qw = arith.quantize(w, scales, zeros, p.qmin, p.qmax, axis=0)
+    inputs = [xq.value, rw.const(f"{w_name}_q", qw)]
+    max_bias = 0
+    if bias is not None:
+        qb = np.rint(np.asarray(bias, np.float64) / (float(xq.scale) * scales.astype(np.float64)))
+        if np.abs(qb).max(initial=0) > arith.INT32_MAX:
+            raise Fallback("the int32 bias overflows at scale s_in * s_w")
+        max_bias = int(np.abs(qb).max(initial=0))
+        inputs.append(rw.const(f"{node.inputs[2].name}_q", qb.astype(np.int32)))
+    try:
+        arith.check_accumulator_bound(k, max_bias)
+    except QuantizationError as exc:
+        raise Fallback(str(exc)) from exc
+    mult, shift = arith.quantize_multipliers(
+        [float(xq.scale) * float(s) / float(out[0]) for s in scales]
+    )
+    qmin, qmax = arith.relu_bounds(kind, out[0], out[1])
+    attrs = {
+        **attrs,
+        "x_zp": xq.zp,
+        "multiplier": tuple(int(m) for m in mult),
+        "shift": tuple(int(s) for s in shift),
+        "qmin": qmin,
+        "qmax": qmax,
+    }
+    q = rw.emit(node, op, inputs, attrs, out, final)
+    rw.claim(node, kind, final)
+    return ptq._layer(
+        node,
+        "int8 per-channel" if p.axis == 0 else "int8 per-tensor",
+        qop=op,
+        fused=kind,
+        value=final,
+        **ptq._io([xq], q),
+        weight_scales={"min": float(scales.min()), "max": float(scales.max()), "count": w.shape[0]},
+        params="imported",
+    )
+
+
+def _conv2d(rw: Rewriter, node: Node) -> dict[str, Any]:
+    assert isinstance(rw, ImportRewriter)
+    w = node.inputs[1]
+    keys = ("stride", "padding", "dilation", "groups")
+    k = int(np.prod(w.type.shape[1:]))
+    return _accumulating(rw, node, "qconv2d", w.name, k, {key: node.attrs[key] for key in keys})
+
+
+def _linear(rw: Rewriter, node: Node) -> dict[str, Any]:
+    assert isinstance(rw, ImportRewriter)
+    w = node.inputs[1]
+    return _accumulating(rw, node, "qlinear", w.name, int(w.type.shape[1]), {})
+
+
+def _matmul(rw: Rewriter, node: Node) -> dict[str, Any]:
+    if node.inputs[1].name in rw.graph.constants:
+        raise Fallback("a matmul by a constant has no imported weight parameters")
+    return ptq.RULES["matmul"](rw, node)
+
+
+IMPORT_RULES: Mapping[str, Callable[[Rewriter, Node], dict[str, Any]]] = {
+    **ptq.RULES,
+    "conv2d": _conv2d,
+    "linear": _linear,
+    "matmul": _matmul,
+}
+
+
+def lower_qdq(module: Module, calibration_data: Any = None) -> tuple[Module, dict[str, Any]]:
+    """Lower an imported QDQ module to integer ops; returns ``(module, report)``.
+
+    With ``calibration_data``, the report has ``output_sqnr_db`` (versus the model without any
+    fake-quant, fp32) and ``output_sqnr_vs_fake_quant_db`` (versus the captured fake-quant graph),
+    and a per-layer ``sqnr_db``.
+    """
+    from cuvil_ref.quant.api import _layer_sqnr, _output_sqnr, _summary
+    from cuvil_ref.quant.calibrate import normalize_batches
+
+    stripped = strip_qdq(module.graph)
+    rw = ImportRewriter(stripped)
+    qgraph = eliminate_dead_code(rw.run()).graph
+    verify(qgraph)
+    layers = rw.layers
+    report: dict[str, Any] = {
+        "mode": "int8",
+        "source": "torch.ao quantization parameters (fake-quant / converted modules)",
+        "imported_activations": len(stripped.activations),
+        "imported_weights": len(stripped.weights),
+        "layers": layers,
+        "output_sqnr_db": None,
+        "output_sqnr_vs_fake_quant_db": None,
+    }
+    if calibration_data is not None:
+        batches = normalize_batches(stripped.graph, calibration_data)
+        live = {v.name for n in qgraph.nodes for v in n.outputs}
+        vmap = {k: (q.value.name, q) for k, q in rw.ints.items() if q.value.name in live}
+        vmap.update({k: (v.name, None) for k, v in rw.floats.items() if k not in vmap})
+        _layer_sqnr(stripped.graph, qgraph, batches[0], layers, vmap)
+        report["output_sqnr_db"] = _output_sqnr(stripped.graph, qgraph, batches)
+        report["output_sqnr_vs_fake_quant_db"] = _output_sqnr(module.graph, qgraph, batches)
+    else:
+        for layer in layers:
+            layer.pop("value", None)
+    report["summary"] = _summary(layers)
+    report["float_fallback"] = [
+        {"node": x["node"], "op": x["op"], "reason": x["reason"]}
+        for x in layers
+        if x["scheme"] == "float-fallback"
+    ]
+    return Module(qgraph, module.name, module.metadata.replace(quantization="int8")), report
