@@ -73,7 +73,44 @@ _PY_BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "pow": operator.pow,
     "maximum": max,
     "minimum": min,
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
+    "logical_and": lambda a, b: bool(a) and bool(b),
+    "logical_or": lambda a, b: bool(a) or bool(b),
+    "logical_xor": lambda a, b: bool(a) != bool(b),
 }
+
+
+def bool_op(logical: str) -> Callable[..., Any]:
+    """``a & b`` / ``a | b`` / ``a ^ b``: logical ops on bool tensors (Cuvil has no bitwise
+    integer ops); on Python values, the Python operator."""
+    py = {"logical_and": operator.and_, "logical_or": operator.or_, "logical_xor": operator.xor}
+
+    def convert(cx: Converter, a: Any, b: Any) -> Any:
+        if not isinstance(a, Value) and not isinstance(b, Value):
+            return py[logical](a, b)
+        for v in (a, b):
+            if isinstance(v, Value) and v.type.dtype.value != "bool":
+                raise CaptureError(
+                    f"bitwise {logical.split('_')[1]} on a {v.type.dtype.value} tensor is not "
+                    "supported; Cuvil supports it on bool tensors (masks) only"
+                )
+        return binary(cx, logical, a, b)
+
+    return convert
+
+
+def invert(cx: Converter, a: Any) -> Any:
+    """``~mask`` on a bool tensor is logical_not; ``~n`` on a Python int stays Python."""
+    if not isinstance(a, Value):
+        return ~a
+    if a.type.dtype.value != "bool":
+        raise CaptureError("bitwise not on a non-bool tensor is not supported; use a bool mask")
+    return cx.op("logical_not", [a])
 
 
 def binary(cx: Converter, op: str, a: Any, b: Any) -> Any:

@@ -227,6 +227,8 @@ _UNARY_NAMES = [
     "erf",
 ]
 
+_COMPARE_NAMES = ["eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"]
+
 #: Converters shared by functions, methods and ATen ops, keyed by the torch name.
 COMMON: dict[str, Conv] = {
     **{name: fn.unary(name) for name in _UNARY_NAMES},
@@ -253,6 +255,23 @@ COMMON: dict[str, Conv] = {
     "pow": fn.binary_op("pow"),
     "maximum": fn.binary_op("maximum"),
     "minimum": fn.binary_op("minimum"),
+    **{name: fn.binary_op(name) for name in _COMPARE_NAMES},
+    "greater": fn.binary_op("gt"),
+    "greater_equal": fn.binary_op("ge"),
+    "less": fn.binary_op("lt"),
+    "less_equal": fn.binary_op("le"),
+    "not_equal": fn.binary_op("ne"),
+    "logical_not": fn.unary("logical_not"),
+    "isnan": fn.unary("isnan"),
+    "isinf": fn.unary("isinf"),
+    "bitwise_not": fn.invert,
+    "__invert__": fn.invert,
+    "bitwise_and": fn.bool_op("logical_and"),
+    "bitwise_or": fn.bool_op("logical_or"),
+    "bitwise_xor": fn.bool_op("logical_xor"),
+    "__and__": fn.bool_op("logical_and"),
+    "__or__": fn.bool_op("logical_or"),
+    "__xor__": fn.bool_op("logical_xor"),
     "argmin": fn.argmin,
     "var": fn.var,
     "std": fn.std,
@@ -381,6 +400,22 @@ for _f in (
     operator.gt,
 ):
     FUNCTION_TABLE.setdefault(_f, python_call(_f))
+
+# Comparisons and boolean operators work on tensors (bool results) and on Python values alike.
+FUNCTION_TABLE.update(
+    {
+        operator.eq: fn.binary_op("eq"),
+        operator.ne: fn.binary_op("ne"),
+        operator.lt: fn.binary_op("lt"),
+        operator.le: fn.binary_op("le"),
+        operator.gt: fn.binary_op("gt"),
+        operator.ge: fn.binary_op("ge"),
+        operator.and_: fn.bool_op("logical_and"),
+        operator.or_: fn.bool_op("logical_or"),
+        operator.xor: fn.bool_op("logical_xor"),
+        operator.invert: fn.invert,
+    }
+)
 
 
 def tensor_factory(name: str) -> Conv:

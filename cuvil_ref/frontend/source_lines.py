@@ -2,8 +2,9 @@
 
 torch records the whole Python stack at the moment a node was created (``node.stack_trace``,
 outermost frame first). The innermost frames are torch's own (``nn/modules/module.py``,
-``fx/proxy.py``); the line the user wrote is the last frame outside torch and outside this
-frontend. ``torch.fx.symbolic_trace`` records stacks only with ``record_stack_traces = True``.
+``fx/proxy.py``); the line the user wrote is the last frame outside torch and outside the
+cuvil_ref package. ``torch.fx.symbolic_trace`` records stacks only with
+``record_stack_traces = True``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ import re
 from dataclasses import dataclass
 
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
-_FRONTEND_DIR = os.path.dirname(os.path.abspath(__file__))
+# Frames inside the cuvil_ref package (capture, compile) are never the user's — except the model
+# zoo, whose models are user code like any other.
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ZOO_DIR = os.path.join(_PACKAGE_DIR, "zoo") + os.sep
+# Code torch generates (``<eval_with_key>.3``) and frozen importlib frames are not the user's;
+# other pseudo-files (``<stdin>``, ``<ipython-input-...>``, ``<string>``) are.
+_GENERATED = ("<eval_with_key", "<frozen")
 
 
 @dataclass(frozen=True)
@@ -42,7 +49,7 @@ class SourceLine:
 
 
 def _ignored_dirs() -> tuple[str, ...]:
-    dirs = [_FRONTEND_DIR + os.sep]
+    dirs = [_PACKAGE_DIR + os.sep]
     try:
         import torch
 
@@ -74,6 +81,10 @@ def user_frame(stack_trace: str | None) -> SourceLine | None:
     ignored = _ignored_dirs()
     for frame in reversed(parse_frames(stack_trace)):
         path = os.path.abspath(frame.file)
-        if not path.startswith(ignored) and not frame.file.startswith("<"):
+        if frame.file.startswith("<"):
+            if not frame.file.startswith(_GENERATED):
+                return frame
+            continue
+        if not path.startswith(ignored) or path.startswith(_ZOO_DIR):
             return frame
     return None

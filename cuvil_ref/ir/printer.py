@@ -206,14 +206,14 @@ def format_constant(name: str, array: np.ndarray, inline_limit: int = INLINE_LIM
 
 def array_sha256(array: np.ndarray) -> str:
     """sha256 of the array's bytes in C order (little-endian, as stored)."""
-    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
+    return hashlib.sha256(np.require(array, requirements="C").tobytes()).hexdigest()
 
 
 def format_dense(arr: np.ndarray) -> str:
     """The body of ``dense<...>``: a scalar, a flat row-major list, or ``0x`` + raw bytes."""
     dtype = DType.from_numpy(arr.dtype)
     texts = [format_element(x, dtype) for x in arr.reshape(-1)]
-    raw = np.ascontiguousarray(arr).tobytes()
+    raw = np.require(arr, requirements="C").tobytes()
     exact = None not in texts and decode_elements(texts, dtype).tobytes() == raw  # type: ignore[arg-type]
     if not exact:
         return "0x" + raw.hex()

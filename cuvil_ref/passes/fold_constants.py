@@ -43,7 +43,7 @@ def fold_constants(graph: Graph) -> PassResult:
             kept.append(node)
             continue
         results = run_node(node, [constants[v.name] for v in node.inputs], {})
-        arrays = [np.ascontiguousarray(r) for r in results]
+        arrays = [np.require(r, requirements="C") for r in results]
         if any(constant_type(a) != v.type for a, v in zip(arrays, node.outputs, strict=True)):
             kept.append(node)  # a reference returned another shape: leave it to the verifier
             continue

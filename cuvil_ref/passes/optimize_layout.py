@@ -80,7 +80,7 @@ class _Layouts:
         if array.ndim == 0:
             return v
         full = array.reshape((1,) * (4 - array.ndim) + array.shape)
-        return r.constant(v.name + "_nhwc", np.ascontiguousarray(full.transpose(TO_NHWC)))
+        return r.constant(v.name + "_nhwc", np.require(full.transpose(TO_NHWC), requirements="C"))
 
 
 def _conv(st: _Layouts, node: Node, r: Rewriter) -> Value | None:

@@ -154,8 +154,8 @@ class Rewriter:
 
     def constant(self, hint: str, array: np.ndarray) -> Value:
         """A new constant (visible to later matches through the shared constant table)."""
-        value = self._b.constant(hint, np.ascontiguousarray(array))
-        self._constants[value.name] = np.ascontiguousarray(array)
+        value = self._b.constant(hint, np.require(array, requirements="C"))
+        self._constants[value.name] = np.require(array, requirements="C")
         return value
 
 

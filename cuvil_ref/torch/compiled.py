@@ -56,7 +56,7 @@ class CompiledModule:
         if torch_in:
             import torch
 
-            outs = [torch.from_numpy(np.ascontiguousarray(o)) for o in outs]
+            outs = [torch.from_numpy(np.require(o, requirements="CW")) for o in outs]
         return _rebuild(self._structure, outs)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:

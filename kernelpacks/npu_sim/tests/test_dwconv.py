@@ -1,5 +1,6 @@
-"""DWCONV (depthwise on the array: channels on columns, kernel-row taps as the reduction), the
-array output stage (`rq=1`), and the im2col-ordered single-micro-op GEMM for dense windows."""
+"""DWCONV (depthwise on the array: channels on columns, kernel taps as the reduction, kernel
+rows through the line buffer), the array output stage (`rq=1`), and the im2col-ordered
+single-micro-op GEMM for dense windows."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ from cuvil_kernels_npu_sim import (
     parse_program,
     simulate,
 )
-from cuvil_kernels_npu_sim.isa import Mem
-from cuvil_kernels_npu_sim.machine import Machine
+from cuvil_kernels_npu_sim.config import NpuConfig
+from cuvil_kernels_npu_sim.errors import ScratchpadBoundsError
+from cuvil_kernels_npu_sim.isa import REGISTERS, Mem
+from cuvil_kernels_npu_sim.machine import Effect, Machine
 
 TINY = config_from_dict(
     {"inp_bytes": 2048, "wgt_bytes": 512, "acc_bytes": 4096, "array_rows": 8, "array_cols": 8}
@@ -173,3 +176,125 @@ def test_dwconv_and_rq_round_trip_through_the_assembler() -> None:
     assert insn.op is Op.DWCONV and insn["rq"] == 1 and insn.pop_prev
     assert assemble(disassemble(binary)) == binary
     assert decode(assemble("GEMM rq=1"))["rq"] == 1
+
+
+def _window_program(e0: int, stride: int, kr: int, row: int, krs: int | None = None) -> str:
+    """e0 x 5 outputs of a 3x3 window over 4 channels; input rows of `row` pixels at INP 0."""
+    krs = row * 4 if krs is None else krs
+    uops = "DWCONV reset=1 uop=0 nuop=1" if kr > 1 else "DWCONV reset=1 uop=0 nuop=3"
+    return f"""
+    SET reg=g_ko value=3
+    SET reg=g_kos value=4
+    SET reg=g_n value=4
+    SET reg=g_izp value=1
+    SET reg=g_wzp value=-2
+    SET reg=g_kr value={kr}
+    SET reg=g_krs value={krs}
+    {uops} e0={e0} e1=5 is0={4 * row * stride} is1={4 * stride} as0=20 as1=4 rq=0
+    """
+
+
+def _run_window(
+    text: str,
+    inp: np.ndarray,
+    wgt: np.ndarray,
+    uops: list[tuple[int, int, int]],
+    cfg: NpuConfig = NPU_V3,
+) -> tuple[np.ndarray, Effect]:
+    prog = _raw(text, np.zeros(64, np.int8))
+    m = Machine(cfg, prog.const_image.copy())
+    m.mems[Mem.INP][: inp.size] = inp.reshape(-1)
+    m.mems[Mem.WGT][: wgt.size] = wgt.reshape(-1)
+    m.mems[Mem.UOP][: 3 * len(uops)] = np.asarray(uops).reshape(-1)
+    fx = Effect()
+    for insn in prog.insns:
+        fx = m.execute(insn)
+    return m.mems[Mem.ACC][:80].reshape(4, 5, 4).copy(), fx
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_line_buffer_reads_each_input_pixel_once(stride: int) -> None:
+    """g_kr=3: one micro-op covers the three kernel rows; same sums as three kr=1 micro-ops,
+    but each fold streams touched rows x touched columns instead of kh x rows x columns."""
+    rng = np.random.default_rng(11)
+    e0, row = 4, 2 * 5 + 2
+    rows_in = (e0 - 1) * stride + 3
+    inp = rng.integers(-128, 128, (rows_in, row, 4), dtype=np.int8)
+    wgt = rng.integers(-127, 128, (3, 3, 4), dtype=np.int8)
+    got, fx = _run_window(_window_program(e0, stride, 3, row), inp, wgt, [(0, 0, 0)])
+    per_row = [(0, r * row * 4, r * 12) for r in range(3)]
+    old, fx_old = _run_window(_window_program(e0, stride, 1, row), inp, wgt, per_row)
+    x = inp.astype(np.int64) - 1
+    want = np.zeros((e0, 5, 4), np.int64)
+    for oy in range(e0):
+        for ox in range(5):
+            win = x[oy * stride : oy * stride + 3, ox * stride : ox * stride + 3]
+            want[oy, ox] = (win * (wgt.astype(np.int64) + 2)).sum(axis=(0, 1))
+    assert np.array_equal(got, want) and np.array_equal(old, want)
+    cols = (5 - 1) * stride + 3
+    rows, acols = NPU_V3.array_rows, NPU_V3.array_cols
+    assert fx.compute_cycles == rows_in * cols + 2 * rows + acols - 2
+    assert fx_old.compute_cycles == 3 * e0 * cols + 2 * rows + acols - 2
+    assert fx.macs == fx_old.macs == e0 * 5 * 9 * 4
+    # line buffer: one write and kr - 1 reads per streamed pixel, charged as SRAM traffic
+    streamed = rows_in * cols * 4
+    assert fx.sram_bytes == streamed + 3 * streamed + 9 * 4 + 8 * e0 * 5 * 4
+
+
+@pytest.mark.parametrize(
+    "kr,row,krs,cfg,message",
+    [
+        (8, 12, None, NPU_V3, "exceed the 7 x 128 line buffer"),
+        (3, 12, None, config_from_dict({"dw_line_cols": 6}), "7 pixels exceed the 7 x 6"),
+        (3, 12, 4 * 12 * 2, NPU_V3, "g_krs=96 <= is0=48"),
+        (3, 12, None, config_from_dict({"array_rows": 8}), "3 \\* 3 taps exceed the 8"),
+    ],
+)
+def test_line_buffer_limits_raise(
+    kr: int, row: int, krs: int | None, cfg: NpuConfig, message: str
+) -> None:
+    inp = np.zeros((12, row, 4), np.int8)
+    with pytest.raises(ScratchpadBoundsError, match=message):
+        _run_window(_window_program(2, 1, kr, row, krs), inp, np.zeros((8, 3, 4)), [(0, 0, 0)], cfg)
+
+
+def test_lowering_uses_the_line_buffer_only_without_dilation(rng: np.random.Generator) -> None:
+    for case, kr in (("3x3_s1", 3), ("3x3_s2_odd", 3), ("5x5_dilation2", 0)):
+        prog, _, _ = _dw(rng, case)
+        dw = [i for i in prog.insns if i.op is Op.DWCONV]
+        sets = {
+            i["value"] for i in prog.insns if i.op is Op.SET and i["reg"] == REGISTERS["g_kr"][0]
+        }
+        assert sets == ({kr} if kr else set())
+        assert all(i["nuop"] == (1 if kr else 5) for i in dw)
+
+
+def test_narrow_line_buffer_narrows_the_tiles(rng: np.random.Generator) -> None:
+    """A 10-pixel line buffer forces <= 8 output columns per tile; still bit-exact."""
+    cfg = config_from_dict({"dw_line_cols": 10})
+    x = rng.integers(-128, 128, (1, 8, 9, 30), dtype=np.int8)
+    w = rng.integers(-127, 128, (8, 1, 3, 3), dtype=np.int8)
+    mult, shift = _mults(rng, 8, 9)
+    prog = lower_qconv2d(
+        x.shape, w, None, mult, shift, x_zp=1, out_zp=0, padding=1, groups=8, target=cfg
+    )
+    assert prog.info["tiling"].ow_t <= 8
+    assert any(i.op is Op.SET and i["reg"] == REGISTERS["g_kr"][0] for i in prog.insns)
+    want = ref.qconv2d(x, w, None, mult, shift, 1, 0, padding=(1, 1), groups=8)
+    assert np.array_equal(simulate(prog, {"x": x}).outputs["y"], want)
+
+
+def test_line_buffer_registers_round_trip() -> None:
+    text = "SET reg=g_kr value=3\nSET reg=g_krs value=-7\n"
+    assert disassemble(assemble(text)) == text
+    assert NPU_V3.dw_line_bytes == 7 * 128 * 32
+    with pytest.raises(ValueError, match="dw_line_rows must be a positive int"):
+        config_from_dict({"dw_line_rows": 0})
+
+
+def test_tiler_charges_a_narrow_channel_tail_a_full_burst() -> None:
+    """64 + 32 channel slices of a 96-channel NHWC pixel cost 2 bursts of 64 bytes, not 1.5."""
+    from cuvil_kernels_npu_sim.tiling import _split_factor
+
+    assert _split_factor([64, 32], 56, NPU_V3) == 128 / 96
+    assert _split_factor([96], 56, NPU_V3) == 1.0

@@ -43,6 +43,12 @@ class NpuConfig:
     preload while the current fold streams, and folds of one GEMM instruction stream back to back,
     so pipeline fill/drain is paid once per GEMM instruction. `pipelined_folds=False` is the
     SCALE-Sim weight-stationary model: every fold pays preload + fill + drain (2R + C + M - 2).
+
+    The depthwise datapath has a line buffer (Eyeriss-style row reuse, as in Ethos-U / NVDLA
+    depthwise engines): `dw_line_rows` rows of `dw_line_cols` pixels x `array_cols` channels of
+    int8 (`dw_line_bytes`; 7 x 128 x 32 = 28 KiB on npu-v3). A DWCONV micro-op with `g_kr` kernel
+    rows streams each input pixel of a channel fold once from INP; the line buffer replays the
+    kh - 1 rows above it to the other kernel rows' taps (see machine.py).
     """
 
     name: str = "npu-v3"
@@ -61,6 +67,8 @@ class NpuConfig:
     dram_burst_bytes: int = 64
     issue_cycles: int = 2
     pipelined_folds: bool = True
+    dw_line_rows: int = 7
+    dw_line_cols: int = 128
     energy: EnergyTable = field(default_factory=EnergyTable)
 
     @property
@@ -70,6 +78,11 @@ class NpuConfig:
     @property
     def tbl_words(self) -> int:
         return self.tbl_bytes // 4
+
+    @property
+    def dw_line_bytes(self) -> int:
+        """Depthwise line buffer size: rows x pixels x array_cols channels of int8."""
+        return self.dw_line_rows * self.dw_line_cols * self.array_cols
 
     @property
     def peak_macs_per_cycle(self) -> int:
@@ -89,6 +102,7 @@ NPU_V2 = NpuConfig(
     uop_entries=2048,
     alu_lanes=16,
     dram_bytes_per_cycle=16,
+    dw_line_cols=64,
 )
 TARGETS: dict[str, NpuConfig] = {"npu-v3": NPU_V3, "npu-v2": NPU_V2}
 
@@ -115,6 +129,8 @@ def _validate(cfg: NpuConfig) -> NpuConfig:
         "alu_lanes",
         "dram_bytes_per_cycle",
         "dram_burst_bytes",
+        "dw_line_rows",
+        "dw_line_cols",
     )
     for name in ints:
         value = getattr(cfg, name)

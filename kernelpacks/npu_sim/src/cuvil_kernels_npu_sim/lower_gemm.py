@@ -8,8 +8,10 @@ whole window is `kh` runs (`g_ko`, `g_kos` = one input-tile row apart) of `kw * 
 elements (`g_ki`), so one GEMM micro-op reduces over K = kh * kw * ci_t: a 3-channel stem fills
 the array rows with taps x channels (im2col order, without copying). With dilation, one micro-op
 per kernel row reduces over K = kw * ci_t (`g_ko` = kw runs of ci_t, `g_kos` apart).
-Depthwise layers (`geometry.depthwise`) use DWCONV instead: channels on array columns, one
-kernel row's taps as the reduction, weight tiles [kh][kw][c_t]. M = oh_t * ow_t output pixels
+Depthwise layers (`geometry.depthwise`) use DWCONV instead: channels on array columns, the
+window's taps as the reduction, weight tiles [kh][kw][c_t]; with dilation 1 one micro-op covers
+all kh kernel rows (`g_kr`, `g_krs` = one input-tile row) through the line buffer, else one
+micro-op per kernel row. M = oh_t * ow_t output pixels
 stream through the array. The last reduction step sets `rq=1`: the array's output stage adds the
 bias, applies the per-channel multiplier/shift table and the clamp (fused relu/relu6) while the
 results drain, and STORE narrows to int8.
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 
 from cuvil_kernels_npu_sim.builder import Builder, Pipeline
 from cuvil_kernels_npu_sim.isa import DType, Mem, Op
-from cuvil_kernels_npu_sim.tiling import ConvGeometry, ConvTiling
+from cuvil_kernels_npu_sim.tiling import ConvGeometry, ConvTiling, line_buffered
 
 
 @dataclass(frozen=True)
@@ -196,7 +198,11 @@ def emit_gemm_layer(
             if last:
                 b.set(g_tbl=slots["tbl"] * tbl_half, a_zp=ep.out_zp, a_lo=ep.qmin, a_hi=ep.qmax)
             row = g.dh * iw_len * ci_len  # INP elements between kernel rows
-            if g.depthwise:
+            if g.depthwise and line_buffered(g, cfg):  # all kernel rows via the line buffer
+                op = Op.DWCONV
+                b.set(g_ki=1, g_ko=g.kw, g_kos=g.dw * ci_len, g_kr=g.kh, g_krs=row)
+                uops = [(acc, inp, wgt)]
+            elif g.depthwise:
                 op, wrow = Op.DWCONV, g.kw * co_len
                 b.set(g_ki=1, g_ko=g.kw, g_kos=g.dw * ci_len)
                 uops = [(acc, inp + r * row, wgt + r * wrow) for r in range(g.kh)]

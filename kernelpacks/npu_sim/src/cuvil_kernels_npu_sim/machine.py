@@ -235,41 +235,66 @@ class Machine:
         self._output_stage(insn, uops, acc_views, fx)
 
     def _dwconv(self, insn: Insn, fx: Effect) -> None:
-        """Depthwise: ACC[e0, e1, n] += sum_t (INP[.. + t*g_kos + n] - izp) * (WGT[t, n] - wzp).
+        """Depthwise, per micro-op (acc, inp, wgt), with kr = max(g_kr, 1) kernel rows:
+        ACC[e0, e1, n] += sum_{r < kr, t < g_ko} (INP[inp + r*g_krs + t*g_kos + n] - izp)
+        * (WGT[wgt + (r*g_ko + t)*g_n + n] - wzp).
 
         Channels map onto array columns (one channel per column, `g_n` channels in
-        ceil(g_n / cols) folds) and the `g_ko` taps of a micro-op (one kernel row) are the
-        reduction, weight-stationary per channel. Input pixel vectors (`cols` channels of one
-        pixel, one INP read per cycle, as in GEMM) stream through a systolic tap chain, so each
-        input pixel a micro-op touches is read once and used by every tap that needs it: a
-        micro-op costs, per fold, the number of distinct input pixels its taps touch.
+        ceil(g_n / cols) folds) and the kr * g_ko taps sit on the array rows, weight-stationary
+        per channel; a column's partial-sum chain adds them, so each output pixel updates its
+        accumulator once. Input pixel vectors (`cols` channels of one pixel, one INP read per
+        cycle, as in GEMM) stream through a systolic tap chain. With kr = 1 a micro-op costs,
+        per fold, the distinct input pixels its taps touch. With kr > 1 the line buffer
+        (`dw_line_rows` x `dw_line_cols` pixels x `cols` channels) keeps the rows already
+        streamed and replays them to the upper kernel rows' taps, so each input pixel of the
+        window set is read from INP once: a fold costs touched rows x touched columns, which
+        includes filling the line buffer with the first kr - 1 rows.
         """
         r = self.regs
         e0, e1, ko, kos, n = insn["e0"], insn["e1"], r["g_ko"], r["g_kos"], r["g_n"]
+        kr, krs = max(r["g_kr"], 1), r["g_krs"]
         uops = self._uops(insn, fx)
-        acc_views = self._acc_views(insn, uops, fx)
         rows, cols = self.cfg.array_rows, self.cfg.array_cols
-        if ko > rows:
-            raise ScratchpadBoundsError(
-                f"{self.where}: DWCONV g_ko={ko} taps exceed the {rows} array rows; "
-                "split the kernel row over several micro-ops"
-            )
         is0, is1 = insn["is0"], insn["is1"]
+        pixels = _touched_pixels(e1, is1, ko, kos)
+        if kr * ko > rows:
+            raise ScratchpadBoundsError(
+                f"{self.where}: DWCONV g_kr * g_ko = {kr} * {ko} taps exceed the {rows} array "
+                "rows; split the kernel over several micro-ops"
+            )
+        if kr > 1 and (kr > self.cfg.dw_line_rows or pixels > self.cfg.dw_line_cols):
+            raise ScratchpadBoundsError(
+                f"{self.where}: DWCONV g_kr={kr} rows of {pixels} pixels exceed the "
+                f"{self.cfg.dw_line_rows} x {self.cfg.dw_line_cols} line buffer; use a narrower "
+                "tile or g_kr=1"
+            )
+        if kr > 1 and not (krs > 0 and (e0 == 1 or krs <= is0)):
+            raise ScratchpadBoundsError(
+                f"{self.where}: DWCONV line-buffer reuse needs 0 < g_krs={krs} <= is0={is0} "
+                "(kernel rows no further apart than output rows: dilation 1); use g_kr=1"
+            )
+        acc_views = self._acc_views(insn, uops, fx)
         for (_, i, w), acc in zip(uops, acc_views, strict=True):
-            xs = self._view(Mem.INP, int(i), (e0, e1, ko, n), (is0, is1, kos, 1), fx, write=False)
-            ws = self._view(Mem.WGT, int(w), (ko, n), (n, 1), fx, write=False)
+            xs = self._view(
+                Mem.INP, int(i), (e0, e1, kr, ko, n), (is0, is1, krs, kos, 1), fx, write=False
+            )
+            ws = self._view(Mem.WGT, int(w), (kr, ko, n), (ko * n, n, 1), fx, write=False)
             a = xs.astype(np.int32) - np.int32(r["g_izp"])
             b = ws.astype(np.int32) - np.int32(r["g_wzp"])
-            # |a|, |b| <= 255 and ko <= rows: the int32 sum is exact
-            result = acc + np.einsum("xytn,tn->xyn", a, b, dtype=np.int32)
+            # |a|, |b| <= 255 and kr * ko <= rows: the int32 sum is exact
+            result = acc + np.einsum("xyrtn,rtn->xyn", a, b, dtype=np.int32)
             self._check_int32(result, "DWCONV")
             acc[...] = result
-        pixels = _touched_pixels(e1, is1, ko, kos)
-        per_uop = e0 * pixels if self.cfg.pipelined_folds else e0 * pixels + 2 * rows + cols - 2
+        if kr == 1:
+            streamed, line_bytes = e0 * pixels, 0
+        else:
+            streamed = _touched_pixels(e0, is0, kr, krs) * pixels
+            line_bytes = kr * streamed * n  # one line-buffer write + kr - 1 reads per pixel
+        per_uop = streamed if self.cfg.pipelined_folds else streamed + 2 * rows + cols - 2
         fx.compute_cycles += len(uops) * -(-n // cols) * per_uop
         fx.compute_cycles += 2 * rows + cols - 2  # weight preload + one fill and drain
-        fx.sram_bytes += len(uops) * (e0 * pixels * n + ko * n + 8 * e0 * e1 * n)
-        fx.macs = len(uops) * e0 * e1 * ko * n
+        fx.sram_bytes += len(uops) * (streamed * n + line_bytes + kr * ko * n + 8 * e0 * e1 * n)
+        fx.macs = len(uops) * e0 * e1 * kr * ko * n
         self._output_stage(insn, uops, acc_views, fx)
 
     def _output_stage(

@@ -37,6 +37,8 @@ _DOCS = {
     "dram_burst_bytes": "DRAM burst size in bytes",
     "issue_cycles": "cycles to issue one instruction",
     "pipelined_folds": "shadow weight registers (False: SCALE-Sim per-fold fill/drain)",
+    "dw_line_rows": "depthwise line buffer rows (largest kernel height with row reuse)",
+    "dw_line_cols": "depthwise line buffer row width in pixels",
 }
 
 

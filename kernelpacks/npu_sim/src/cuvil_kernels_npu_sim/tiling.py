@@ -70,9 +70,25 @@ def _splits(total: int, tile: int) -> list[int]:
     return [min(tile, total - s) for s in range(0, total, tile)]
 
 
+def line_buffered(g: ConvGeometry, cfg: NpuConfig) -> bool:
+    """Depthwise with all kh kernel rows in one DWCONV micro-op through the line buffer: needs
+    dilation 1, kh <= `dw_line_rows`, every tap on an array row, and a one-pixel-wide tile's
+    input row within `dw_line_cols` (the tiler then keeps every tile's row within it)."""
+    return (
+        g.depthwise
+        and g.kh > 1
+        and g.dh == 1
+        and g.kh <= cfg.dw_line_rows
+        and g.kh * g.kw <= cfg.array_rows
+        and _touched(g, 1) <= cfg.dw_line_cols
+    )
+
+
 def _fits(g: ConvGeometry, cfg: NpuConfig, oh_t: int, ow_t: int, ci_t: int, co_t: int) -> bool:
     ih, iw = g.in_rows(oh_t), g.in_cols(ow_t)
     if g.depthwise and (ci_t != co_t or g.kw > cfg.array_rows):
+        return False
+    if line_buffered(g, cfg) and _touched(g, ow_t) > cfg.dw_line_cols:
         return False
     w_tile = g.kh * g.kw * co_t if g.depthwise else g.kh * g.kw * ci_t * co_t
     return (
@@ -99,10 +115,23 @@ def _burst_factor(run: int, cfg: NpuConfig) -> float:
     return -(-run // burst) * burst / run
 
 
+def _split_factor(lens: list[int], pixels: int, cfg: NpuConfig) -> float:
+    """Charged / useful bytes of a tensor moved as channel slices `lens` of `pixels`-pixel rows:
+    whole rows are one contiguous run, a channel slice is one run per pixel."""
+    if len(lens) == 1:
+        return _burst_factor(pixels * lens[0], cfg)
+    return sum(n * _burst_factor(n, cfg) for n in lens) / sum(lens)
+
+
 def _touched(g: ConvGeometry, ow_t: int) -> int:
     """Input pixels one DWCONV micro-op streams per output row (see machine._dwconv)."""
     cols = {o * g.sw + t * g.dw for o in range(ow_t) for t in range(g.kw)}
     return len(cols)
+
+
+def _touched_rows(g: ConvGeometry, oh_t: int) -> int:
+    """Input rows a line-buffered DWCONV micro-op streams for `oh_t` output rows."""
+    return len({o * g.sh + r * g.dh for o in range(oh_t) for r in range(g.kh)})
 
 
 def _estimate(
@@ -125,14 +154,17 @@ def _estimate(
         inp = in_pass if n_ci <= 2 else n_co * in_pass
         wgt = w_total if n_co * n_ci <= 2 or n_sp == 1 else n_sp * w_total
     # DRAM charges whole bursts per contiguous run: a channel slice of an NHWC pixel is one run
-    in_run = ci_t if ci_t < g.cin else g.in_cols(ow_t) * g.cin
-    out_run = co_t if co_t < g.cout else ow_t * g.cout
-    dram = inp * _burst_factor(in_run, cfg) + wgt + out_total * _burst_factor(out_run, cfg)
+    # (a 32-channel tail tile of a 96-channel tensor pays a full burst per pixel too)
+    dram = inp * _split_factor(ci_lens, g.in_cols(ow_t), cfg) + wgt
+    dram += out_total * _split_factor(co_lens, ow_t, cfg)
     dram += 12 * g.cout
     m = g.batch * g.oh * g.ow / n_sp
     if g.depthwise:
-        per_row = _touched(g, ow_t) * m / ow_t
-        array = g.kh * sum(-(-co // cols) for co in co_lens) * per_row
+        folds = sum(-(-co // cols) for co in co_lens)
+        if line_buffered(g, cfg):  # each input pixel of the tile streamed once per fold
+            array = folds * _touched(g, ow_t) * _touched_rows(g, oh_t) * m / (oh_t * ow_t)
+        else:
+            array = g.kh * folds * _touched(g, ow_t) * m / ow_t
     elif g.taps_contiguous:
         folds = sum(
             -(-g.kh * g.kw * ci // rows) * -(-co // cols) for ci in ci_lens for co in co_lens
