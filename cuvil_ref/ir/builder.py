@@ -71,6 +71,10 @@ class GraphBuilder:
         self._constants[n] = arr
         return Value(n, constant_type(arr))
 
+    def constant_array(self, name: str) -> np.ndarray | None:
+        """The array of constant ``name`` added so far, or ``None`` if it is not a constant."""
+        return self._constants.get(name)
+
     def add_constant(self, name: str, array: np.ndarray) -> Value:
         self.reserve(name)
         self._constants[name] = np.asarray(array)

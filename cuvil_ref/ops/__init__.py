@@ -15,6 +15,8 @@ from cuvil_ref.ops import (  # noqa: F401  (imported to register their ops)
     linalg,
     normalization,
     pooling,
+    qgemm,
+    qpool,
     quantized,
     reductions,
     shape_ops,

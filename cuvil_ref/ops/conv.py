@@ -54,7 +54,9 @@ def _check_pairs(
             raise ShapeError(f"op '{op}': {name} values must be >= {low}, got {value}")
 
 
-def _conv2d_infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tuple[TensorType, ...]:
+def conv2d_infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tuple[TensorType, ...]:
+    """conv2d's output type: checks stride/padding/dilation, dtypes, ranks, groups and bias, and
+    gives [N, O, OH, OW] in x's dtype (no layout). Also used by qconv2d on its int8 operands."""
     x, w = types[0], types[1]
     _check_pairs("conv2d", attrs, ("stride", "padding", "dilation"), (4,))
     if x.dtype != w.dtype or (len(types) == 3 and types[2].dtype != x.dtype):
@@ -86,7 +88,7 @@ def _conv2d_infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tuple[Ten
     return (TensorType((n, o, oh, ow), x.dtype),)
 
 
-def _phases(
+def phases(
     x: np.ndarray,
     pads: tuple[int, int],
     strides: tuple[int, int],
@@ -94,7 +96,11 @@ def _phases(
     out_hw: tuple[int, int],
     span: tuple[int, int],
 ) -> tuple[np.ndarray, int]:
-    """The padded NHWC input split into stride phases: [N, sh, sw, Hq * Wq, C], and Wq."""
+    """The padded NHWC input split into stride phases: [N, sh, sw, Hq * Wq, C], and Wq.
+
+    ``x`` is NCHW; it is copied in dtype ``acc`` into a zero buffer padded by ``pads`` (top, left)
+    and large enough for ``out_hw`` outputs of windows spanning ``span`` (dilated kernel size).
+    Row ``r`` of phase (a, b) holds padded pixels ``(r // Wq * sh + a, r % Wq * sw + b)``."""
     n, c, h, w = x.shape
     (pt, pl), (sh, sw) = pads, strides
     hp = max(pt + h, (out_hw[0] - 1) * sh + span[0])
@@ -106,7 +112,7 @@ def _phases(
     return np.ascontiguousarray(phased).reshape(n, sh, sw, hq * wq, c), wq
 
 
-def _shift_gemm(
+def shift_gemm(
     x: np.ndarray,
     weight: np.ndarray,
     acc: np.dtype,
@@ -116,21 +122,27 @@ def _shift_gemm(
     dilation: tuple[int, int],
     oh: int,
     ow: int,
+    sum_dtype: np.dtype | None = None,
 ) -> np.ndarray:
-    """Shift-and-GEMM (or per-tap multiply-add when depthwise); returns [N, OH, OW, O]."""
+    """Shift-and-GEMM (or per-tap multiply-add when depthwise); returns [N, OH, OW, O].
+
+    Each tap's GEMM runs in ``acc``; the taps are summed in ``sum_dtype`` (default ``acc``).
+    qconv2d passes float32 and float64: every tap's reduction is then exact in float32 and the
+    long total one exact in float64."""
     n = x.shape[0]
     o, cg, kh, kw = weight.shape
     og = o // groups
     (sh, sw), (dh, dw) = stride, dilation
     span = ((kh - 1) * dh + 1, (kw - 1) * dw + 1)
-    flat, wq = _phases(x, (padding[0], padding[1]), stride, acc, (oh, ow), span)
+    flat, wq = phases(x, (padding[0], padding[1]), stride, acc, (oh, ow), span)
     m = oh * wq
     # taps[i, j] is the [G, Og, Cg] slice of the weight for kernel position (i, j); GEMMs read
     # its transpose (a free view), which makes this copy a cheap de-interleave.
     taps = weight.astype(acc, copy=False).reshape(groups, og, cg, kh, kw).transpose(3, 4, 0, 1, 2)
     taps = np.ascontiguousarray(taps)
-    out = np.zeros((n, m, groups, og) if groups > 1 else (n, m, o), dtype=acc)
-    tmp = np.empty_like(out)
+    shape = (n, m, groups, og) if groups > 1 else (n, m, o)
+    out = np.zeros(shape, dtype=acc if sum_dtype is None else sum_dtype)
+    tmp = np.empty(shape, dtype=acc)
     for i in range(kh):
         qi, a = divmod(i * dh, sh)
         for j in range(kw):
@@ -148,7 +160,7 @@ def _shift_gemm(
     return out.reshape(n, oh, wq, o)[:, :, :ow, :]
 
 
-def _im2col(
+def im2col(
     x: np.ndarray,
     weight: np.ndarray,
     acc: np.dtype,
@@ -159,7 +171,8 @@ def _im2col(
     oh: int,
     ow: int,
 ) -> np.ndarray:
-    """One GEMM over [pixels, Cg*KH*KW] rows per group; returns [N, OH, OW, O]."""
+    """One GEMM over [pixels, Cg*KH*KW] rows per group, in dtype ``acc``; returns [N, OH, OW, O].
+    Arguments as :func:`shift_gemm`."""
     n, c, h, w = x.shape
     o, cg, kh, kw = weight.shape
     (sh, sw), (pt, pl, pb, pr), (dh, dw) = stride, padding, dilation
@@ -195,13 +208,16 @@ def _conv2d(
     thin = cg < IM2COL_MAX_CHANNELS or kh * kw >= IM2COL_MIN_TAPS
     # Shift-and-GEMM copies the weight once; im2col copies the patches: copy the smaller.
     small_image = o // groups > n * oh * ow
-    scheme = _im2col if (thin or small_image) and not depthwise else _shift_gemm
+    scheme = im2col if (thin or small_image) and not depthwise else shift_gemm
     with np.errstate(all="ignore"):  # NaN/Inf propagate silently, as in torch
         y = scheme(x, weight, acc, groups, stride, padding, dilation, oh, ow)
         if bias is not None:
             y = y + bias.astype(acc, copy=False)
     return y.transpose(0, 3, 1, 2).astype(x.dtype, copy=False)
 
+
+# tests/ops/test_conv.py reaches the two schemes by their former private names
+_im2col, _shift_gemm = im2col, shift_gemm
 
 register(
     OpDef(
@@ -213,7 +229,7 @@ register(
             Attr("dilation", "ints", (1, 1), "(dh, dw)"),
             Attr("groups", "int", 1, "input and output channels split into this many groups"),
         ),
-        infer=_conv2d_infer,
+        infer=conv2d_infer,
         reference=_conv2d,
         doc=(
             "y[n, o, p, q] = bias[o] + sum_{c, i, j} xpad[n, g*Cg + c, p*sh + i*dh, q*sw + j*dw] "

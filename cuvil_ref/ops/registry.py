@@ -67,8 +67,7 @@ class Attr:
         v = _coerce(self.kind, value)
         if v is _BAD:
             raise IRError(
-                f"op '{op}': attribute '{self.name}' must be {ATTR_KINDS[self.kind]}, "
-                f"got {value!r}"
+                f"op '{op}': attribute '{self.name}' must be {ATTR_KINDS[self.kind]}, got {value!r}"
             )
         if self.choices is not None and v not in self.choices:
             raise IRError(
@@ -189,8 +188,10 @@ class OpDef:
     ) -> tuple[TensorType, ...]:
         """Validate arity and dtypes, then run ``infer``; errors become ShapeError naming the op."""
         self.check_arity(len(types))
-        norm = attrs if isinstance(attrs, FrozenDict) and len(attrs) == len(self.attrs) else (
-            self.normalize_attrs(attrs)
+        norm = (
+            attrs
+            if isinstance(attrs, FrozenDict) and len(attrs) == len(self.attrs)
+            else (self.normalize_attrs(attrs))
         )
         for i, t in enumerate(types):
             if t.dtype not in self.dtypes:
@@ -232,8 +233,7 @@ class OpRegistry:
             close = difflib.get_close_matches(name, self._ops, n=3)
             hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
             raise UnknownOpError(
-                f"unknown op '{name}'{hint} ({len(self._ops)} ops are registered; "
-                "see docs/ops.md)"
+                f"unknown op '{name}'{hint} ({len(self._ops)} ops are registered; see docs/ops.md)"
             ) from None
 
     def __contains__(self, name: object) -> bool:

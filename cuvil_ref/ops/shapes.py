@@ -83,8 +83,15 @@ def resolve_dim(d: Dim, bindings: dict[str, int]) -> int:
         raise ShapeError(f"symbolic dim '{d}' has no value bound") from None
 
 
-def conv_out_size(size: Dim, kernel: int, stride: int, pad_lo: int, pad_hi: int,
-                  dilation: int = 1, ceil_mode: bool = False) -> Dim:
+def conv_out_size(
+    size: Dim,
+    kernel: int,
+    stride: int,
+    pad_lo: int,
+    pad_hi: int,
+    dilation: int = 1,
+    ceil_mode: bool = False,
+) -> Dim:
     """Output length of a sliding window (conv/pool); symbolic sizes stay symbolic only if the
     window is the identity (kernel 1, stride 1, no padding)."""
     if isinstance(size, str):

@@ -33,7 +33,7 @@ from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Graph, Node, Value
 from cuvil_ref.ir.types import QuantParams
 from cuvil_ref.ops import REGISTRY, get_op
-from cuvil_ref.ops.quantized import adaptive_windows
+from cuvil_ref.ops.qpool import adaptive_windows
 from cuvil_ref.passes.dce import eliminate_dead_code
 from cuvil_ref.quant import arith
 from cuvil_ref.quant.observers import PerChannelMinMaxObserver
@@ -45,6 +45,22 @@ ACTIVATIONS = frozenset({"relu", "relu6"})
 
 class Fallback(Exception):  # noqa: N818  (control flow, never escapes this module)
     """Raised by a rule to keep its node in float; the message is the report's reason."""
+
+
+Rule = Callable[["Rewriter", Node], dict[str, Any]]
+"""A rewrite rule: emits the integer form of a node and returns its report entry, or raises
+:class:`Fallback` (or ``QuantizationError``) to keep the node in float."""
+
+
+@dataclass(frozen=True)
+class QWeight:
+    """A weight quantized for an accumulating op: symmetric int8 values (axis 0 = output
+    channels), the float32 scale of each output channel, and the report's scheme and extras."""
+
+    values: np.ndarray
+    scales: np.ndarray
+    scheme: str
+    info: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -98,7 +114,11 @@ def fold_batch_norm(graph: Graph) -> Graph:
 
 
 class Rewriter:
-    """One forward walk over ``graph`` building the quantized graph and its per-node report."""
+    """One forward walk over ``graph`` building the quantized graph and its per-node report.
+
+    Subclasses adapt it through ``rules`` (op name -> :data:`Rule`, default :data:`RULES`) and
+    the hooks :meth:`rule_for`, :meth:`finish` and :meth:`quantize_weight`.
+    """
 
     def __init__(
         self,
@@ -107,8 +127,10 @@ class Rewriter:
         *,
         per_channel: bool = True,
         skip: Collection[str] = (),
+        rules: Mapping[str, Rule] | None = None,
     ) -> None:
         self.graph, self.qparams = graph, qparams
+        self.rules: Mapping[str, Rule] = RULES if rules is None else rules
         self.per_channel, self.skip = per_channel, set(skip)
         self.b = GraphBuilder()
         self.floats: dict[str, Value] = {}
@@ -179,7 +201,21 @@ class Rewriter:
         self.ints[final] = q
         return q
 
+    def quantize_weight(self, name: str, w: np.ndarray) -> QWeight:
+        """Hook: the int8 form of float weight constant ``name`` (values ``w``, output channels
+        on axis 0). PTQ derives symmetric scales from ``w``, per channel or per tensor."""
+        values, scales = _quantize_weight(self, w)
+        scheme = "int8 per-channel" if self.per_channel else "int8 per-tensor"
+        return QWeight(values, scales, scheme, {})
+
     # --- the walk --------------------------------------------------------------------------------
+
+    def rule_for(self, node: Node) -> Rule | None:
+        """Hook: the rule that rewrites ``node`` (``None``: no int8 form)."""
+        return self.rules.get(node.op)
+
+    def finish(self, node: Node) -> None:
+        """Hook: called after a rule rewrote ``node``; nothing to do in PTQ."""
 
     def run(self) -> Graph:
         for v in self.graph.inputs:
@@ -189,7 +225,7 @@ class Rewriter:
             if id(node) in self.fused:
                 self.layers.append(_layer(node, "fused", f"fused into %{self.fused[id(node)]}"))
                 continue
-            rule = RULES.get(node.op)
+            rule = self.rule_for(node)
             if name in self.skip or node.op in self.skip:
                 reason = "skipped by the caller (skip=...)"
             elif rule is None:
@@ -197,6 +233,7 @@ class Rewriter:
             else:
                 try:
                     self.layers.append(rule(self, node))
+                    self.finish(node)
                     continue
                 except (Fallback, QuantizationError) as exc:  # e.g. an unrepresentable ratio
                     reason = str(exc)
@@ -296,7 +333,8 @@ def _accumulating(
     kind, final = rw.fuse(node)
     out = rw.out_params(final)
     xq = rw.as_int8(x)
-    qw, sw = _quantize_weight(rw, w)
+    qweight = rw.quantize_weight(node.inputs[1].name, w)
+    qw, sw = qweight.values, qweight.scales
     bias_scale = np.array([float(xq.scale) * float(s) for s in sw])
     inputs = [xq.value, rw.const(f"{node.inputs[1].name}_q", qw)]
     max_bias = 0
@@ -326,15 +364,15 @@ def _accumulating(
     }
     q = rw.emit(node, op, inputs, attrs, out, final)
     rw.claim(node, kind, final)
-    scheme = "int8 per-channel" if rw.per_channel else "int8 per-tensor"
     return _layer(
         node,
-        scheme,
+        qweight.scheme,
         qop=op,
         fused=kind,
         value=final,
         **_io([xq], q),
         weight_scales={"min": float(sw.min()), "max": float(sw.max()), "count": int(sw.size)},
+        **qweight.info,
     )
 
 
@@ -525,7 +563,7 @@ def _activation(rw: Rewriter, node: Node) -> dict[str, Any]:
     return _typed(rw, node, "clamp", [xq.value], {"min": float(lo), "max": float(hi)}, xq)
 
 
-RULES: dict[str, Callable[[Rewriter, Node], dict[str, Any]]] = {
+RULES: dict[str, Rule] = {
     "conv2d": _conv2d,
     "linear": _linear,
     "matmul": _matmul,

@@ -25,13 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_ref.errors import CaptureError, QuantizationError
+from cuvil_ref.errors import CaptureError
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.graph import Graph, Module, Node, Value
 from cuvil_ref.ir.verifier import verify
 from cuvil_ref.passes.dce import eliminate_dead_code
 from cuvil_ref.quant import arith, ptq
-from cuvil_ref.quant.ptq import Fallback, QValue, Rewriter
+from cuvil_ref.quant.ptq import Fallback, QValue, QWeight, Rewriter
 
 INT8_RANGE = (arith.INT8_MIN, arith.INT8_MAX)
 
@@ -201,10 +201,10 @@ def _identity(cx: Any, m: Any, path: str, x: Value) -> Value:
 def _scalar(cx: Any, v: Any) -> Any:
     """A Python number from a literal or a captured 0-d constant (fx get_attr of a buffer)."""
     if isinstance(v, Value):
-        consts = cx.builder._constants  # a get_attr buffer was captured as a constant
-        if v.name not in consts:
+        array = cx.builder.constant_array(v.name)  # a get_attr buffer was captured as a constant
+        if array is None:
             raise CaptureError(f"quantization parameter %{v.name} must be a constant buffer")
-        return consts[v.name].reshape(()).item()
+        return array.reshape(()).item()
     return v
 
 
@@ -362,30 +362,26 @@ class ImportRewriter(Rewriter):
     def __init__(self, stripped: Stripped) -> None:
         per_tensor = {k: p for k, p in stripped.activations.items() if p.axis is None}
         qparams = {k: (np.float32(p.scale[0]), p.zero_point[0]) for k, p in per_tensor.items()}
-        super().__init__(stripped.graph, qparams, per_channel=True)
+        super().__init__(stripped.graph, qparams, per_channel=True, rules=IMPORT_RULES)
         self.ranges = {k: (p.qmin, p.qmax) for k, p in per_tensor.items()}
         self.weights = stripped.weights
         self.requant = stripped.requantize
 
-    def run(self) -> Graph:  # Rewriter.run with IMPORT_RULES
-        for v in self.graph.inputs:
-            self.floats[v.name] = self.b.add_input(v)
-        for node in self.graph.nodes:
-            if id(node) in self.fused:
-                self.layers.append(ptq._layer(node, "fused", f"fused into %{self.fused[id(node)]}"))
-                continue
-            requant = node.outputs[0].name in self.requant
-            rule = _requantize if requant else IMPORT_RULES.get(node.op)
-            reason = f"op '{node.op}' has no int8 form"
-            if rule is not None:
-                try:
-                    self.layers.append(rule(self, node))
-                    self.retarget(node.outputs[0].name)
-                    continue
-                except (Fallback, QuantizationError) as exc:
-                    reason = str(exc)
-            self.fallback(node, reason)
-        return self.b.build([self.as_float(v) for v in self.graph.outputs])
+    def rule_for(self, node: Node) -> ptq.Rule | None:
+        # a value fake-quantized a second time becomes an integer requantize
+        return _requantize if node.outputs[0].name in self.requant else super().rule_for(node)
+
+    def finish(self, node: Node) -> None:
+        self.retarget(node.outputs[0].name)
+
+    def quantize_weight(self, name: str, w: np.ndarray) -> QWeight:
+        """The weight at its imported scales and range (checked by :func:`_imported_weight`)."""
+        p = self.weights[name]
+        scales = np.broadcast_to(np.asarray(p.scale, np.float32), (w.shape[0],)).copy()
+        zeros = np.zeros(w.shape[0], np.int64)
+        values = arith.quantize(w, scales, zeros, p.qmin, p.qmax, axis=0)
+        scheme = "int8 per-channel" if p.axis == 0 else "int8 per-tensor"
+        return QWeight(values, scales, scheme, {"params": "imported"})
 
     def fusable_activation(self, node: Node) -> Node | None:
         # torch quantizes a producer's output before its activation when both carry a fake-quant
@@ -443,73 +439,21 @@ def _requantize(rw: Rewriter, node: Node) -> dict[str, Any]:
     return ptq._layer(node, "int8 per-tensor", qop="requantize", **ptq._io([xq], q))
 
 
-def _accumulating(
-    rw: ImportRewriter, node: Node, op: str, w_name: str, k: int, attrs: dict[str, Any]
-) -> dict[str, Any]:
-    """conv2d/linear with the imported weight parameters (symmetric int8, axis 0 or per tensor)."""
-    p = rw.weights.get(w_name)
-    if p is None:
-        raise Fallback(f"weight %{w_name} has no fake-quant; torch runs this layer in float")
-    if any(z != 0 for z in p.zero_point) or p.axis not in (None, 0):
-        raise Fallback("only symmetric weights quantized along the output channel are int8 ops")
-    w = ptq._weight(rw, node.inputs[1], "weight")
-    bias = ptq._weight(rw, node.inputs[2], "bias") if len(node.inputs) > 2 else None
-    scales = np.broadcast_to(np.asarray(p.scale, np.float32), (w.shape[0],)).copy()
-    kind, final = rw.fuse(node)
-    out = rw.out_params(final)
-    xq = rw.as_int8(node.inputs[0])
-    zeros = np.zeros(w.shape[0], np.int64)
-    qw = arith.quantize(w, scales, zeros, p.qmin, p.qmax, axis=0)
-    inputs = [xq.value, rw.const(f"{w_name}_q", qw)]
-    max_bias = 0
-    if bias is not None:
-        qb = np.rint(np.asarray(bias, np.float64) / (float(xq.scale) * scales.astype(np.float64)))
-        if np.abs(qb).max(initial=0) > arith.INT32_MAX:
-            raise Fallback("the int32 bias overflows at scale s_in * s_w")
-        max_bias = int(np.abs(qb).max(initial=0))
-        inputs.append(rw.const(f"{node.inputs[2].name}_q", qb.astype(np.int32)))
-    try:
-        arith.check_accumulator_bound(k, max_bias)
-    except QuantizationError as exc:
-        raise Fallback(str(exc)) from exc
-    mult, shift = arith.quantize_multipliers(
-        [float(xq.scale) * float(s) / float(out[0]) for s in scales]
-    )
-    qmin, qmax = arith.relu_bounds(kind, out[0], out[1])
-    attrs = {
-        **attrs,
-        "x_zp": xq.zp,
-        "multiplier": tuple(int(m) for m in mult),
-        "shift": tuple(int(s) for s in shift),
-        "qmin": qmin,
-        "qmax": qmax,
-    }
-    q = rw.emit(node, op, inputs, attrs, out, final)
-    rw.claim(node, kind, final)
-    return ptq._layer(
-        node,
-        "int8 per-channel" if p.axis == 0 else "int8 per-tensor",
-        qop=op,
-        fused=kind,
-        value=final,
-        **ptq._io([xq], q),
-        weight_scales={"min": float(scales.min()), "max": float(scales.max()), "count": w.shape[0]},
-        params="imported",
-    )
+def _imported_weight(rule: ptq.Rule) -> ptq.Rule:
+    """PTQ's conv2d/linear rule, taken only when the weight has imported symmetric parameters
+    along the output channel (or per tensor); :meth:`ImportRewriter.quantize_weight` uses them."""
 
+    def checked(rw: Rewriter, node: Node) -> dict[str, Any]:
+        assert isinstance(rw, ImportRewriter)
+        w_name = node.inputs[1].name
+        p = rw.weights.get(w_name)
+        if p is None:
+            raise Fallback(f"weight %{w_name} has no fake-quant; torch runs this layer in float")
+        if any(z != 0 for z in p.zero_point) or p.axis not in (None, 0):
+            raise Fallback("only symmetric weights quantized along the output channel are int8 ops")
+        return rule(rw, node)
 
-def _conv2d(rw: Rewriter, node: Node) -> dict[str, Any]:
-    assert isinstance(rw, ImportRewriter)
-    w = node.inputs[1]
-    keys = ("stride", "padding", "dilation", "groups")
-    k = int(np.prod(w.type.shape[1:]))
-    return _accumulating(rw, node, "qconv2d", w.name, k, {key: node.attrs[key] for key in keys})
-
-
-def _linear(rw: Rewriter, node: Node) -> dict[str, Any]:
-    assert isinstance(rw, ImportRewriter)
-    w = node.inputs[1]
-    return _accumulating(rw, node, "qlinear", w.name, int(w.type.shape[1]), {})
+    return checked
 
 
 def _matmul(rw: Rewriter, node: Node) -> dict[str, Any]:
@@ -518,10 +462,10 @@ def _matmul(rw: Rewriter, node: Node) -> dict[str, Any]:
     return ptq.RULES["matmul"](rw, node)
 
 
-IMPORT_RULES: Mapping[str, Callable[[Rewriter, Node], dict[str, Any]]] = {
+IMPORT_RULES: Mapping[str, ptq.Rule] = {
     **ptq.RULES,
-    "conv2d": _conv2d,
-    "linear": _linear,
+    "conv2d": _imported_weight(ptq.RULES["conv2d"]),
+    "linear": _imported_weight(ptq.RULES["linear"]),
     "matmul": _matmul,
 }
 
