@@ -27,6 +27,7 @@ from cuvil_ref.errors import ShapeError
 from cuvil_ref.ir.dtypes import ALL_DTYPES, DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import TensorType, format_shape
+from cuvil_ref.ops.layout_cache import cached_layout
 from cuvil_ref.ops.linalg import accumulator
 from cuvil_ref.ops.registry import Attr, OpDef, register
 from cuvil_ref.ops.shapes import conv_out_size
@@ -112,6 +113,14 @@ def phases(
     return np.ascontiguousarray(phased).reshape(n, sh, sw, hq * wq, c), wq
 
 
+def _taps(weight: np.ndarray, acc: np.dtype, groups: int) -> np.ndarray:
+    """[KH, KW, G, Og, Cg] contiguous: taps[i, j] is the weight slice for kernel position (i, j);
+    GEMMs read its transpose (a free view)."""
+    o, cg, kh, kw = weight.shape
+    t = weight.astype(acc, copy=False).reshape(groups, o // groups, cg, kh, kw)
+    return np.ascontiguousarray(t.transpose(3, 4, 0, 1, 2))
+
+
 def shift_gemm(
     x: np.ndarray,
     weight: np.ndarray,
@@ -136,27 +145,35 @@ def shift_gemm(
     span = ((kh - 1) * dh + 1, (kw - 1) * dw + 1)
     flat, wq = phases(x, (padding[0], padding[1]), stride, acc, (oh, ow), span)
     m = oh * wq
-    # taps[i, j] is the [G, Og, Cg] slice of the weight for kernel position (i, j); GEMMs read
-    # its transpose (a free view), which makes this copy a cheap de-interleave.
-    taps = weight.astype(acc, copy=False).reshape(groups, og, cg, kh, kw).transpose(3, 4, 0, 1, 2)
-    taps = np.ascontiguousarray(taps)
+    # Weights that are graph constants are re-laid out once, not on every call.
+    taps = cached_layout(
+        weight, ("conv_taps", str(np.dtype(acc)), groups), lambda w: _taps(w, acc, groups)
+    )
     shape = (n, m, groups, og) if groups > 1 else (n, m, o)
-    out = np.zeros(shape, dtype=acc if sum_dtype is None else sum_dtype)
-    tmp = np.empty(shape, dtype=acc)
-    for i in range(kh):
+    out = np.empty(shape, dtype=acc if sum_dtype is None else sum_dtype)
+    tmp: np.ndarray | None = None
+    for t, (i, j) in enumerate((i, j) for i in range(kh) for j in range(kw)):
         qi, a = divmod(i * dh, sh)
-        for j in range(kw):
-            qj, b = divmod(j * dw, sw)
-            start = qi * wq + qj
-            patch = flat[:, a, b, start : start + m, :]  # [N, M, C], contiguous per image
-            if groups == 1:
-                np.matmul(patch, taps[i, j, 0].T, out=tmp)
-            elif cg == 1:  # depthwise: channel g feeds outputs g*og ... g*og + og - 1
-                np.multiply(patch[..., None], taps[i, j, :, :, 0], out=tmp)
+        qj, b = divmod(j * dw, sw)
+        start = qi * wq + qj
+        patch = flat[:, a, b, start : start + m, :]  # [N, M, C], contiguous per image
+        if t == 0 and sum_dtype is None:
+            dest = out  # the first tap writes the output directly
+        else:
+            tmp = np.empty(shape, dtype=acc) if tmp is None else tmp
+            dest = tmp
+        if groups == 1:
+            np.matmul(patch, taps[i, j, 0].T, out=dest)
+        elif cg == 1:  # depthwise: channel g feeds outputs g*og ... g*og + og - 1
+            np.multiply(patch[..., None], taps[i, j, :, :, 0], out=dest)
+        else:
+            grouped = patch.reshape(n, m, groups, cg).transpose(0, 2, 1, 3)
+            np.matmul(grouped, taps[i, j].transpose(0, 2, 1), out=dest.transpose(0, 2, 1, 3))
+        if dest is not out:
+            if t == 0:
+                out[...] = dest
             else:
-                grouped = patch.reshape(n, m, groups, cg).transpose(0, 2, 1, 3)
-                np.matmul(grouped, taps[i, j].transpose(0, 2, 1), out=tmp.transpose(0, 2, 1, 3))
-            out += tmp
+                out += dest
     return out.reshape(n, oh, wq, o)[:, :, :ow, :]
 
 

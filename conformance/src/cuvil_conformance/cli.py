@@ -1,7 +1,8 @@
 """``cuvil-conformance run --target T``: run the suite with a progress bar and write reports.
 
 Exit status: 0 when nothing failed or errored and every requested op has cases; 1 otherwise;
-2 for usage errors (unknown target, unknown op).
+2 for usage errors (unknown target, unknown op); 3 when the target is unavailable on this machine
+(every case is then reported as unsupported — never as passed) unless --allow-unavailable.
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ def main() -> None:
 @click.option("--junit", type=click.Path(dir_okay=False), default=None)
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None)
 @click.option("--show", type=click.Choice(["failures", "all", "none"]), default="failures")
+@click.option(
+    "--allow-unavailable",
+    is_flag=True,
+    help="exit 0 when the target is unavailable on this machine (default: exit 3)",
+)
 def run(
     target: str,
     ops: str | None,
@@ -45,8 +51,14 @@ def run(
     junit: str | None,
     html_path: str | None,
     show: str,
+    allow_unavailable: bool,
 ) -> None:
-    """Run the suite for TARGET."""
+    """Run the suite for TARGET.
+
+    Exit status: 0 when every requested case passed or was declined by the pack; 1 on failures,
+    errors or ops without cases; 2 on usage errors; 3 when the target is unavailable here
+    (nothing ran), unless --allow-unavailable.
+    """
     console = Console(stderr=True)
     op_list = [o.strip() for o in ops.split(",") if o.strip()] if ops else None
     for op in op_list or []:
@@ -100,6 +112,8 @@ def run(
         reports.write_junit(report, junit)
     if html_path:
         reports.write_html(report, html_path)
+    if not t.get("available", True):
+        sys.exit(0 if allow_unavailable else 3)
     sys.exit(0 if report.ok else 1)
 
 

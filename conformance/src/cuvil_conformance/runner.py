@@ -71,6 +71,7 @@ class SuiteReport:
             len(supported_ops & set(registry_ops)) / len(registry_ops) if registry_ops else 0.0
         )
         return {
+            "available": bool(self.target.get("available", True)),
             "passed": counts["passed"],
             "failed": counts["failed"],
             "errors": counts["error"],

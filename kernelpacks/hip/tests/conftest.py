@@ -10,3 +10,10 @@ from cuvil_kernels_hip.source import KernelOptions
 def unroll_options(request: pytest.FixtureRequest) -> KernelOptions:
     """Options for each supported loop_unroll_factor the tests sweep."""
     return KernelOptions(loop_unroll_factor=request.param)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "compile_check: compiles generated kernels with nvcc/hipcc (CI: -m compile_check)",
+    )

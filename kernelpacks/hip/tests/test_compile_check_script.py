@@ -23,7 +23,9 @@ def _load() -> ModuleType:
 def test_filtered_run_prints_table_and_passes(capsys: pytest.CaptureFixture[str]) -> None:
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH")
-    rc = _load().main(["--arch", "sm_80", "--filter", "qpool2d(max", "--jobs", "1"])
+    rc = _load().main(
+        ["--arch", "sm_80", "--filter", "qpool2d(max", "--jobs", "1", "--registry-only"]
+    )
     out = capsys.readouterr().out
     assert rc == 0
     assert "qpool2d(max, unroll=4)" in out and " ok " in out and "0 failed" in out
@@ -34,7 +36,12 @@ def test_missing_compiler_fails_unless_allowed(
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no nvcc, no hipcc
     module = _load()
-    assert module.main(["--arch", "sm_80", "--filter", "qpool2d(max"]) == 2
+    assert module.main(["--arch", "sm_80", "--filter", "qpool2d(max", "--registry-only"]) == 2
     assert "nvcc is not on PATH" in capsys.readouterr().out
-    assert module.main(["--arch", "sm_80", "--filter", "qpool2d(max", "--allow-missing"]) == 0
+    assert (
+        module.main(
+            ["--arch", "sm_80", "--filter", "qpool2d(max", "--allow-missing", "--registry-only"]
+        )
+        == 0
+    )
     assert "SKIP sm_80: nvcc is not on PATH" in capsys.readouterr().out

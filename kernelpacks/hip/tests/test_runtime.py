@@ -50,7 +50,7 @@ def test_buffers_must_be_aligned_and_inside_the_arena() -> None:
     specs = {"x": BufferSpec(0, (4, 8), "float32"), "w": BufferSpec(256, (16,), "bfloat16")}
     assert specs["w"].nbytes == 32 and specs["w"].array_dtype == "uint16"
     check_buffers(specs, 512)
-    with pytest.raises(ValueError, match="'y': offset 100 is not a multiple of 256"):
+    with pytest.raises(ValueError, match="'y': offset 100 is not a multiple of 64"):
         check_buffers({"y": BufferSpec(100, (1,), "int8")}, 512)
     with pytest.raises(ValueError, match="'x': bytes \\[0, 128\\) exceed the arena of 64"):
         check_buffers(specs, 64)

@@ -49,6 +49,13 @@ __device__ __forceinline__ cuvil_bf16 cuvil_float_to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
   return (cuvil_bf16)(u >> 16);
 }
+// NaN-propagating max/min (torch.maximum/relu semantics; fmaxf/fminf would drop a NaN).
+__device__ __forceinline__ float cuvil_max_nan(float a, float b) {
+  return (a > b || a != a) ? a : b;
+}
+__device__ __forceinline__ float cuvil_min_nan(float a, float b) {
+  return (a < b || a != a) ? a : b;
+}
 // Sum/max of one warp (wavefront); lane 0 holds the result.
 __device__ __forceinline__ float cuvil_warp_sum(float v) {
   for (int d = CUVIL_WARP_SIZE / 2; d > 0; d >>= 1) v += CUVIL_SHFL_DOWN(v, d);

@@ -28,7 +28,8 @@ import numpy as np
 from cuvil_kernels_hip.offline_compile import compile_source, compiler_available, compiler_for
 from cuvil_kernels_hip.source import KernelSource
 
-ARENA_ALIGNMENT = 256
+# The compiler's memory plan aligns to 64 B; WMMA fragments need 32 B, so 64 B is enough.
+ARENA_ALIGNMENT = 64
 # Storage dtypes numpy/CuPy lack are viewed as their raw bits.
 _ARRAY_DTYPE = {"bfloat16": "uint16"}
 ROCM_GRAPH_NOTE = "ROCm: CuPy does not support stream capture on HIP; launches are issued directly"
@@ -47,10 +48,26 @@ def availability() -> tuple[bool, str]:
 
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:
-        return False, f"no GPU: the CUDA/HIP runtime reports {exc}"
+        return False, f"no GPU visible to CuPy: {exc}"
     if count == 0:
-        return False, "no GPU: the CUDA/HIP runtime sees 0 devices"
-    return True, f"{'ROCm' if is_hip() else 'CUDA'} device 0, arch {device_arch()}"
+        return False, "no GPU visible to CuPy: the CUDA/HIP runtime sees 0 devices"
+    return True, f"{device_name()} ({'ROCm' if is_hip() else 'CUDA'}, {device_arch()})"
+
+
+def device_name(device: int = 0) -> str:
+    """The device's marketing name, e.g. ``NVIDIA H200`` (needs CuPy and a device)."""
+    import cupy
+
+    name = cupy.cuda.runtime.getDeviceProperties(device)["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def device_features() -> tuple[str, ...]:
+    """Target features of device 0: ``("tensor_core", "sm_90")`` or ``("hip", "gfx90a")``."""
+    arch = device_arch()
+    if is_hip():
+        return ("hip", arch)
+    return (("tensor_core",) if int(arch[3:]) >= 70 else ()) + (arch,)
 
 
 def is_hip() -> bool:
@@ -141,7 +158,7 @@ class BufferSpec:
 
 
 def check_buffers(specs: dict[str, BufferSpec], arena_nbytes: int) -> None:
-    """Raise if a buffer is misaligned (WMMA needs 32 B; we keep 256 B) or past the arena."""
+    """Raise if a buffer is misaligned (WMMA needs 32 B; we keep 64 B) or past the arena."""
     for name, spec in specs.items():
         if spec.offset % ARENA_ALIGNMENT:
             raise ValueError(
@@ -198,25 +215,39 @@ class ExecutionContext:
             args = tuple(self.arena.view(a) if isinstance(a, str) else a for a in launch.args)
             kernel(launch.grid, launch.block, args, shared_mem=launch.shared_mem)
 
-    def run(self) -> None:
-        """Execute all launches on this context's stream and wait for them."""
+    @property
+    def stream(self) -> Any:
+        """The context's stream (created, and every module loaded, on first use)."""
         import cupy
 
         if self._stream is None:
-            self._stream = cupy.cuda.Stream(non_blocking=True)
             for launch in self.launches:  # load modules before any capture begins
                 load_module(launch.source)
-        with self._stream:
-            if not self.use_graph or is_hip():
+            self._stream = cupy.cuda.Stream(non_blocking=True)
+        return self._stream
+
+    @property
+    def graph_replay(self) -> bool:
+        return self.use_graph and not is_hip()
+
+    def launch(self) -> None:
+        """Enqueue all launches on the stream (no wait): capture once, then replay, on CUDA."""
+        stream = self.stream
+        with stream:
+            if not self.graph_replay:
                 if is_hip() and ROCM_GRAPH_NOTE not in self.notes:
                     self.notes.append(ROCM_GRAPH_NOTE)
                 self._issue()
-            else:
-                if self._graph is None:
-                    self._stream.begin_capture()
-                    try:
-                        self._issue()
-                    finally:
-                        self._graph = self._stream.end_capture()
-                self._graph.launch(stream=self._stream)
-        self._stream.synchronize()
+                return
+            if self._graph is None:
+                stream.begin_capture()
+                try:
+                    self._issue()
+                finally:
+                    self._graph = stream.end_capture()
+            self._graph.launch(stream=stream)
+
+    def run(self) -> None:
+        """Execute all launches on this context's stream and wait for them."""
+        self.launch()
+        self.stream.synchronize()

@@ -33,8 +33,8 @@ BINARY: dict[str, str] = {
     "sub": "((@) - (#))",
     "mul": "((@) * (#))",
     "div": "((@) / (#))",
-    "max": "fmaxf((@), (#))",
-    "min": "fminf((@), (#))",
+    "max": "cuvil_max_nan((@), (#))",
+    "min": "cuvil_min_nan((@), (#))",
     "pow": "powf((@), (#))",
 }
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 ACTIVATIONS: dict[str, str] = {
     "none": "(@)",
-    "relu": "fmaxf((@), 0.0f)",
-    "relu6": "fminf(fmaxf((@), 0.0f), 6.0f)",
+    "relu": "cuvil_max_nan((@), 0.0f)",
+    "relu6": "cuvil_min_nan(cuvil_max_nan((@), 0.0f), 6.0f)",
     "gelu": "(0.5f * (@) * (1.0f + erff((@) * 0.70710678118654752f)))",
     "gelu_tanh": (
         "(0.5f * (@) * (1.0f + tanhf(0.7978845608028654f * ((@) + 0.044715f * (@) * (@) * (@)))))"

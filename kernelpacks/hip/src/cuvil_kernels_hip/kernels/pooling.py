@@ -78,7 +78,8 @@ def pooling_source(
     entry = entry_name(family, dtype, params, options)
     xval = st.load.format(x="x[xbase + (long long)ih * W + iw]")
     if mode.endswith("max"):
-        init, visit, result = "float acc = -CUVIL_INF;", f"acc = fmaxf(acc, {xval});", "acc"
+        init, result = "float acc = -CUVIL_INF;", "acc"
+        visit = f"acc = cuvil_max_nan(acc, {xval});"  # NaN propagates, as in torch
     else:
         init, visit = "float acc = 0.0f;", f"acc += {xval};"
         result = "(count > 0 ? acc / (float)count : 0.0f)"
