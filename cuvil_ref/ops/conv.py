@@ -193,15 +193,27 @@ def im2col(
     n, c, h, w = x.shape
     o, cg, kh, kw = weight.shape
     (sh, sw), (pt, pl, pb, pr), (dh, dw) = stride, padding, dilation
-    xp = np.zeros((n, c, pt + h + pb, pl + w + pr), dtype=acc)
-    xp[:, :, pt : pt + h, pl : pl + w] = x
+    # Work in NHWC so each patch row is gathered as (KH, KW, Cg) runs of contiguous channels.
+    xp = np.zeros((n, pt + h + pb, pl + w + pr, c), dtype=acc)
+    xp[:, pt : pt + h, pl : pl + w, :] = x.transpose(0, 2, 3, 1)
     span = ((kh - 1) * dh + 1, (kw - 1) * dw + 1)
-    win = sliding_window_view(xp, span, axis=(2, 3))[:, :, ::sh, ::sw, ::dh, ::dw]
-    win = win[:, :, :oh, :ow].transpose(0, 2, 3, 1, 4, 5)  # [N, OH, OW, C, KH, KW]
-    cols = win.reshape(n, oh * ow, groups, cg * kh * kw)  # the one copy
-    w2 = weight.astype(acc, copy=False).reshape(groups, o // groups, cg * kh * kw)
-    out = np.matmul(cols.transpose(0, 2, 1, 3), w2.transpose(0, 2, 1))  # [N, G, M, Og]
+    win = sliding_window_view(xp, span, axis=(1, 2))[:, ::sh, ::sw, :, ::dh, ::dw]
+    win = win[:, :oh, :ow].reshape(n, oh, ow, groups, cg, kh, kw)
+    cols = win.transpose(0, 3, 1, 2, 5, 6, 4).reshape(n, groups, oh * ow, kh * kw * cg)  # copy
+    w2 = cached_layout(
+        weight, ("im2col", str(np.dtype(acc)), groups), lambda t: _im2col_weight(t, acc, groups)
+    )
+    out = np.matmul(cols, w2)  # [N, G, M, Og]
     return out.transpose(0, 2, 1, 3).reshape(n, oh, ow, o)
+
+
+def _im2col_weight(weight: np.ndarray, acc: np.dtype, groups: int) -> np.ndarray:
+    """[G, KH*KW*Cg, Og] contiguous, rows in the (KH, KW, Cg) order of im2col's patches."""
+    o, cg, kh, kw = weight.shape
+    t = weight.astype(acc, copy=False).reshape(groups, o // groups, cg, kh, kw)
+    return np.ascontiguousarray(t.transpose(0, 3, 4, 2, 1)).reshape(
+        groups, kh * kw * cg, o // groups
+    )
 
 
 def _conv2d(
@@ -228,8 +240,8 @@ def _conv2d(
     scheme = im2col if (thin or small_image) and not depthwise else shift_gemm
     with np.errstate(all="ignore"):  # NaN/Inf propagate silently, as in torch
         y = scheme(x, weight, acc, groups, stride, padding, dilation, oh, ow)
-        if bias is not None:
-            y = y + bias.astype(acc, copy=False)
+        if bias is not None:  # y is a fresh buffer: add in place
+            y += bias.astype(acc, copy=False)
     return y.transpose(0, 3, 1, 2).astype(x.dtype, copy=False)
 
 

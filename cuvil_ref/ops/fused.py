@@ -86,8 +86,22 @@ def epilogue(
     activation_max: float | None,
     has_residual: bool,
     order: str,
+    owned: bool = False,
 ) -> np.ndarray:
-    """Apply the activation and the residual add in ``order`` with the registered references."""
+    """Apply the activation and the residual add in ``order`` with the registered references.
+
+    ``owned``: ``y`` is a fresh buffer of the op's own (the GEMM/conv output), so the add and the
+    clamp-family activations may update it in place. The in-place forms call the very ufuncs the
+    references call (``np.add``, ``np.maximum``, ``np.minimum`` on f32), so the bits are the same.
+    """
+    inplace = owned and y.dtype == np.float32 and activation in _INPLACE
+    if inplace and (residual is None or residual.dtype == y.dtype):
+        if has_residual and order == "residual_then_activation":
+            np.add(y, residual, out=y)
+        _INPLACE[activation](y, activation_min, activation_max)
+        if has_residual and order == "activation_then_residual":
+            np.add(y, residual, out=y)
+        return y
     add = get_op("add").reference
     if has_residual and order == "residual_then_activation":
         y = add(y, residual)
@@ -95,6 +109,21 @@ def epilogue(
     if has_residual and order == "activation_then_residual":
         y = add(y, residual)
     return y
+
+
+def _clamp_inplace(y: np.ndarray, lo: float | None, hi: float | None) -> None:
+    if lo is not None:
+        np.maximum(y, lo, out=y)
+    if hi is not None:
+        np.minimum(y, hi, out=y)
+
+
+_INPLACE = {
+    "none": lambda y, lo, hi: None,
+    "relu": lambda y, lo, hi: _clamp_inplace(y, 0, None),
+    "relu6": lambda y, lo, hi: _clamp_inplace(y, 0, 6),
+    "clamp": _clamp_inplace,
+}
 
 
 def _check_epilogue(
@@ -166,7 +195,7 @@ def _fused_conv2d(
     y = conv(xin, weight, bias, **{k: attrs[k] for k in _CONV_ATTRS})
     if nhwc:
         y = y.transpose(TO_NHWC)
-    return epilogue(y, residual, **_epilogue_attrs(attrs))
+    return epilogue(y, residual, **_epilogue_attrs(attrs), owned=True)
 
 
 register(
@@ -208,7 +237,7 @@ def _fused_linear(
     **attrs: Any,
 ) -> np.ndarray:
     y = get_op("linear").reference(x, weight, bias)
-    return epilogue(y, residual, **attrs)
+    return epilogue(y, residual, **attrs, owned=True)
 
 
 register(
@@ -241,7 +270,7 @@ def _fused_matmul(
     a: np.ndarray, b: np.ndarray, bias: np.ndarray, residual: np.ndarray | None = None, **attrs: Any
 ) -> np.ndarray:
     y = get_op("add").reference(get_op("matmul").reference(a, b), bias)
-    return epilogue(y, residual, **attrs)
+    return epilogue(y, residual, **attrs, owned=True)
 
 
 register(
