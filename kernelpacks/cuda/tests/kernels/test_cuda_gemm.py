@@ -69,3 +69,14 @@ def test_shape_errors_name_the_op() -> None:
         gemm.linear(np.zeros((2, 3), np.float32), np.zeros((4, 3), np.float32), np.zeros(3))
     with pytest.raises(KeyError, match="fusable"):
         Epilogue("tanh")
+
+
+@pytest.mark.parametrize("m", [1, gemm.GEMV_MAX_ROWS, gemm.GEMV_MAX_ROWS + 1])
+def test_skinny_rows_take_the_gemv_path_and_agree(m: int, rng: np.random.Generator) -> None:
+    # m <= GEMV_MAX_ROWS uses the one-thread-per-column kernel, m + 1 the tiled one: both equal
+    # numpy within f32 reduction error, with a batch broadcast and a bias + relu epilogue.
+    a = rng.standard_normal((2, 1, m, 37)).astype(np.float32)
+    b = rng.standard_normal((1, 3, 37, 19)).astype(np.float32)
+    bias = rng.standard_normal(19).astype(np.float32)
+    got = host(gemm.matmul(a, b, bias=bias, epilogue=Epilogue("relu")))
+    np.testing.assert_allclose(got, np.maximum(a @ b + bias, 0), rtol=1e-5, atol=1e-5)

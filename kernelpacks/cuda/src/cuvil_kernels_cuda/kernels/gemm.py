@@ -68,6 +68,45 @@ def _build(tile: int, key: tuple[str, bool], has_bias: bool, has_res: bool) -> A
     return gemm_kernel
 
 
+#: Up to this many output rows per batch a GEMM is a GEMV-like skinny product (batch-1 linear
+#: layers): one thread per output column with a plain K loop reads A's row from cache and B
+#: coalesced, and beats staging mostly-empty tiles through shared memory.
+GEMV_MAX_ROWS = 4
+GEMV_BLOCK = 128
+
+
+def _build_gemv(key: tuple[str, bool], has_bias: bool, has_res: bool) -> Any:
+    act = scalar_ops.UNARY[key[0]]
+    res_first = key[1]
+
+    @cuda.jit
+    def gemv_kernel(out, a, ab, am, ak, ao, b, bb, bk, bn, bo, bshape, dims, bias, res, ap):  # noqa: ANN001, ANN202
+        col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        row = cuda.blockIdx.y
+        z = cuda.blockIdx.z
+        m_total = dims[0]
+        n_total = dims[1]
+        k_total = dims[2]
+        if col < n_total and row < m_total:
+            abase = strided_pos(z, bshape, ab, ao) + row * am
+            bbase = strided_pos(z, bshape, bb, bo) + col * bn
+            acc = float32(0.0)
+            for kk in range(k_total):
+                acc += float32(a[abase + kk * ak]) * float32(b[bbase + kk * bk])
+            idx = (z * m_total + row) * n_total + col
+            v = acc
+            if has_bias:
+                v += float32(bias[col])
+            if has_res and res_first:
+                v += float32(res[idx])
+            v = act(v, ap[0], ap[1])
+            if has_res and not res_first:
+                v += float32(res[idx])
+            out[idx] = v
+
+    return gemv_kernel
+
+
 def matmul(
     a: Any,
     b: Any,
@@ -168,10 +207,15 @@ def gemm(
         raise ValueError(f"{op}: residual has {res_d.size} values, expected {res.size}")
     tile = common.gemm_tile()
     has_bias, has_res = bias is not None, residual is not None
-    key = ("gemm", tile, epilogue.key(), has_bias, has_res)
-    kernel = common.cached(key, lambda: _build(tile, epilogue.key(), has_bias, has_res))
-    grid = (common.blocks_for(n, tile), common.blocks_for(m, tile), nb)
-    common.launch(kernel, grid, (tile, tile),
+    if m <= GEMV_MAX_ROWS:
+        key = ("gemv", epilogue.key(), has_bias, has_res)
+        kernel = common.cached(key, lambda: _build_gemv(epilogue.key(), has_bias, has_res))
+        grid, block = (common.blocks_for(n, GEMV_BLOCK), m, nb), (GEMV_BLOCK,)
+    else:
+        key = ("gemm", tile, epilogue.key(), has_bias, has_res)
+        kernel = common.cached(key, lambda: _build(tile, epilogue.key(), has_bias, has_res))
+        grid, block = (common.blocks_for(n, tile), common.blocks_for(m, tile), nb), (tile, tile)
+    common.launch(kernel, grid, block,
         common.flat(res), ta.data, common.i64(a_batch_strides), a_m, a_k, ta.offset,
         tb.data, common.i64(b_batch_strides), b_k, b_n, tb.offset, common.i64(batch),
         common.i64((m, n, k)), common.flat(bias_d), common.flat(res_d),
