@@ -18,5 +18,5 @@ run "cuvil-kernels-npu-sim" kernelpacks/npu_sim/tests -q "$@"
 NUMBA_ENABLE_CUDASIM=1 run "cuvil-kernels-cuda" kernelpacks/cuda/tests -q "$@"
 run "cuvil-kernels-hip" kernelpacks/hip/tests -q "$@"
 echo "=== hip/cuda kernel compile check (nvcc sm_80/sm_90, hipcc gfx90a/gfx942)"
-"$PY" kernelpacks/hip/scripts/compile_check.py --jobs 2 --quick-cases || status=1
+"$PY" kernelpacks/hip/scripts/compile_check.py --jobs 2 || status=1
 exit $status
