@@ -25,7 +25,11 @@ __all__ = [
     "QuantArithError",
     "check_accumulator_bound",
     "choose_qparams",
+    "convert_qat",
     "dequantize",
+    "freeze_qat",
+    "prepare_qat",
+    "qat_qconfig",
     "qadd_int",
     "qmul_int",
     "quantize",
@@ -39,11 +43,20 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    # quantize_module pulls in the op registry, which itself imports this package's arithmetic:
-    # load it on first use to keep the import graph acyclic.
-    if name == "quantize_module":
-        from cuvil_ref.quant.api import quantize_module
+_LAZY = {
+    "quantize_module": "cuvil_ref.quant.api",
+    "prepare_qat": "cuvil_ref.quant.qat",
+    "freeze_qat": "cuvil_ref.quant.qat",
+    "convert_qat": "cuvil_ref.quant.qat",
+    "qat_qconfig": "cuvil_ref.quant.qat",
+}
 
-        return quantize_module
+
+def __getattr__(name: str) -> object:
+    # These pull in the op registry (and torch for QAT), which itself imports this package's
+    # arithmetic: load them on first use to keep the import graph acyclic and torch optional.
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'cuvil_ref.quant' has no attribute {name!r}")
