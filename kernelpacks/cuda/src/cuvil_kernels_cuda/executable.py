@@ -99,7 +99,7 @@ class CudaExecutable(Executable):
         env.update({v.name: b for v, b in zip(self.graph.inputs, inputs, strict=True)})
         cx = EmitContext(bindings, self.tile)
         nbytes = sum(int(b.nbytes) for b in inputs)
-        with common.recording(self.tile) as log:
+        with common.recording(self.tile, self.unroll) as log:
             for node in self.graph.nodes:
                 args = [env[v.name] for v in node.inputs]
                 try:

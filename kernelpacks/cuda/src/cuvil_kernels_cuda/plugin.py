@@ -29,8 +29,8 @@ NAME = "cuda"
 OPTIONS = (
     OptionSpec(
         "loop_unroll_factor", int, 1,
-        "unroll hint (1..16); recorded in metrics: Numba/LLVM already unrolls the constant-trip "
-        "tile loops, so it does not change the generated kernels yet",
+        "unroll factor (1..16) of the K loop of the GEMV kernel used for skinny (batch-1) GEMMs; "
+        "the tiled GEMM/conv loops have constant trip counts that Numba/LLVM unrolls fully",
         minimum=1, maximum=16,
     ),
     OptionSpec(

@@ -80,3 +80,18 @@ def test_skinny_rows_take_the_gemv_path_and_agree(m: int, rng: np.random.Generat
     bias = rng.standard_normal(19).astype(np.float32)
     got = host(gemm.matmul(a, b, bias=bias, epilogue=Epilogue("relu")))
     np.testing.assert_allclose(got, np.maximum(a @ b + bias, 0), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("unroll", [2, 4, 5])
+def test_loop_unroll_factor_builds_another_kernel_with_equal_bits(
+    unroll: int, rng: np.random.Generator
+) -> None:
+    # K = 37 is not a multiple of any factor: the remainder loop is exercised too.
+    a = rng.standard_normal((1, 37)).astype(np.float32)
+    b = rng.standard_normal((37, 11)).astype(np.float32)
+    with common.recording(0, 1) as log1:
+        base = host(gemm.matmul(a, b))
+    with common.recording(0, unroll) as log2:
+        got = host(gemm.matmul(a, b))
+    assert log1[-1].kernel is not log2[-1].kernel  # a different compiled kernel
+    np.testing.assert_array_equal(got, base)  # same summation order, same bits

@@ -75,16 +75,21 @@ def launch(kernel: Any, grid: Any, block: Any, *args: Any) -> None:
         log.append(Launch(kernel, grid, block, tuple(args)))
 
 
+def loop_unroll() -> int:
+    """Unroll factor of the K loops of the GEMV kernel: the :func:`recording` override, else 1."""
+    return int(getattr(_STATE, "unroll", 1) or 1)
+
+
 @contextmanager
-def recording(tile: int = 0) -> Iterator[list[Launch]]:
+def recording(tile: int = 0, unroll: int = 1) -> Iterator[list[Launch]]:
     """Record every :func:`launch` of this thread into the yielded list; ``tile`` (8/16/32, 0 =
-    default) overrides :func:`gemm_tile` meanwhile."""
-    prev_log, prev_tile = getattr(_STATE, "log", None), getattr(_STATE, "tile", 0)
-    _STATE.log, _STATE.tile = [], tile
+    default) overrides :func:`gemm_tile` and ``unroll`` :func:`loop_unroll` meanwhile."""
+    prev = (getattr(_STATE, "log", None), getattr(_STATE, "tile", 0), getattr(_STATE, "unroll", 1))
+    _STATE.log, _STATE.tile, _STATE.unroll = [], tile, unroll
     try:
         yield _STATE.log
     finally:
-        _STATE.log, _STATE.tile = prev_log, prev_tile
+        _STATE.log, _STATE.tile, _STATE.unroll = prev
 
 
 def blocks_for(n: int, threads: int) -> int:

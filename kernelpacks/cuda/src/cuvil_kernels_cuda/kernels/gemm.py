@@ -75,7 +75,10 @@ GEMV_MAX_ROWS = 4
 GEMV_BLOCK = 128
 
 
-def _build_gemv(key: tuple[str, bool], has_bias: bool, has_res: bool) -> Any:
+def _build_gemv(key: tuple[str, bool], has_bias: bool, has_res: bool, unroll: int) -> Any:
+    """One thread per output column; the K loop is unrolled ``unroll`` times by hand (a constant
+    trip count LLVM flattens), then a remainder loop. The sum runs in the same sequential order
+    for every factor, so results do not depend on it."""
     act = scalar_ops.UNARY[key[0]]
     res_first = key[1]
 
@@ -91,7 +94,12 @@ def _build_gemv(key: tuple[str, bool], has_bias: bool, has_res: bool) -> Any:
             abase = strided_pos(z, bshape, ab, ao) + row * am
             bbase = strided_pos(z, bshape, bb, bo) + col * bn
             acc = float32(0.0)
-            for kk in range(k_total):
+            k_main = k_total - k_total % unroll
+            for k0 in range(0, k_main, unroll):
+                for u in range(unroll):
+                    kk = k0 + u
+                    acc += float32(a[abase + kk * ak]) * float32(b[bbase + kk * bk])
+            for kk in range(k_main, k_total):
                 acc += float32(a[abase + kk * ak]) * float32(b[bbase + kk * bk])
             idx = (z * m_total + row) * n_total + col
             v = acc
@@ -208,8 +216,9 @@ def gemm(
     tile = common.gemm_tile()
     has_bias, has_res = bias is not None, residual is not None
     if m <= GEMV_MAX_ROWS:
-        key = ("gemv", epilogue.key(), has_bias, has_res)
-        kernel = common.cached(key, lambda: _build_gemv(epilogue.key(), has_bias, has_res))
+        unroll = common.loop_unroll()
+        key = ("gemv", epilogue.key(), has_bias, has_res, unroll)
+        kernel = common.cached(key, lambda: _build_gemv(epilogue.key(), has_bias, has_res, unroll))
         grid, block = (common.blocks_for(n, GEMV_BLOCK), m, nb), (GEMV_BLOCK,)
     else:
         key = ("gemm", tile, epilogue.key(), has_bias, has_res)
