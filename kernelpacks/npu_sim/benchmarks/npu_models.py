@@ -5,7 +5,10 @@ seconds of one simulated inference (target < 10 s), bit-exactness against the re
 interpreter, and a per-layer table with depthwise convolutions called out. Writes
 `npu_models.json` and `npu_models.md` into the given directory.
 
-    PYTHONPATH=.:kernelpacks/npu_sim/src python kernelpacks/npu_sim/benchmarks/npu_models.py OUT
+    PYTHONPATH=.:kernelpacks/npu_sim/src python kernelpacks/npu_sim/benchmarks/npu_models.py OUT \
+        [MODEL ...] [OPTION=INT ...]
+
+`OPTION=INT` arguments are npu-v3 target options (e.g. `loop_unroll_factor=4`).
 """
 
 from __future__ import annotations
@@ -43,7 +46,9 @@ def _depthwise(node: Any) -> bool:
     return groups > 1 and groups == cin
 
 
-def bench_model(name: str, target: str = "npu-v3") -> dict[str, Any]:
+def bench_model(
+    name: str, target: str = "npu-v3", options: dict[str, Any] | None = None
+) -> dict[str, Any]:
     import torch
 
     from cuvil_ref import interpret
@@ -57,7 +62,9 @@ def bench_model(name: str, target: str = "npu-v3") -> dict[str, Any]:
     calibration = [rng.standard_normal(SHAPE).astype(np.float32) for _ in range(2)]
     t0 = time.perf_counter()
     module = torch_to_cuvilir(model, example_inputs=(torch.from_numpy(x),))
-    program = compile_module(module, target, quantize="int8", calibration_data=calibration)
+    program = compile_module(
+        module, target, quantize="int8", calibration_data=calibration, options=options
+    )
     compile_s = time.perf_counter() - t0
     got = program.run([x])
     want = interpret(program.module, [x])
@@ -149,12 +156,13 @@ def to_markdown(results: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str]) -> int:
     out = Path(argv[0] if argv else "npu_models_out")
-    models = argv[1:] or list(MODELS)
+    options = {k: int(v) for k, v in (a.split("=", 1) for a in argv[1:] if "=" in a)}
+    models = [a for a in argv[1:] if "=" not in a] or list(MODELS)
     out.mkdir(parents=True, exist_ok=True)
     _host()
     results = []
     for name in models:
-        r = bench_model(name)
+        r = bench_model(name, options=options or None)
         results.append(r)
         print(
             f"{name:14s} exact {r['bit_exact']}  cycles {r['cycles']:>10d}  roofline "

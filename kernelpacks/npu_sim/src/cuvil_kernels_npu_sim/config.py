@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cuvil_kernels_npu_sim.unroll import UNROLL_MAX
+
 
 @dataclass(frozen=True)
 class EnergyTable:
@@ -49,6 +51,9 @@ class NpuConfig:
     int8 (`dw_line_bytes`; 7 x 128 x 32 = 28 KiB on npu-v3). A DWCONV micro-op with `g_kr` kernel
     rows streams each input pixel of a channel fold once from INP; the line buffer replays the
     kh - 1 rows above it to the other kernel rows' taps (see machine.py).
+
+    `loop_unroll_factor` (1..16) is a lowering choice, not hardware: how many iterations of each
+    GEMM/DWCONV instruction's output-row loop are emitted as separate micro-ops (unroll.py).
     """
 
     name: str = "npu-v3"
@@ -69,6 +74,7 @@ class NpuConfig:
     pipelined_folds: bool = True
     dw_line_rows: int = 7
     dw_line_cols: int = 128
+    loop_unroll_factor: int = 1  # lowering: micro-op copies per GEMM/DWCONV body (unroll.py)
     energy: EnergyTable = field(default_factory=EnergyTable)
 
     @property
@@ -153,6 +159,12 @@ def _validate(cfg: NpuConfig) -> NpuConfig:
     for name in ("acc_bytes", "tbl_bytes"):
         if getattr(cfg, name) % 4:
             raise ValueError(f"npu config {cfg.name!r}: {name} must be a multiple of 4 (int32)")
+    f = cfg.loop_unroll_factor
+    if not isinstance(f, int) or isinstance(f, bool) or not 1 <= f <= UNROLL_MAX:
+        raise ValueError(
+            f"npu config {cfg.name!r}: loop_unroll_factor must be an int in [1, {UNROLL_MAX}], "
+            f"got {f!r}"
+        )
     if not isinstance(cfg.pipelined_folds, bool):
         raise ValueError(f"npu config {cfg.name!r}: pipelined_folds must be a bool")
     for f in dataclasses.fields(cfg.energy):

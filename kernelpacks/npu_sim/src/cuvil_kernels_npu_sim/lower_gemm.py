@@ -14,7 +14,8 @@ all kh kernel rows (`g_kr`, `g_krs` = one input-tile row) through the line buffe
 micro-op per kernel row. M = oh_t * ow_t output pixels
 stream through the array. The last reduction step sets `rq=1`: the array's output stage adds the
 bias, applies the per-channel multiplier/shift table and the clamp (fused relu/relu6) while the
-results drain, and STORE narrows to int8.
+results drain, and STORE narrows to int8. `loop_unroll_factor` > 1 unrolls each array
+instruction's output-row loop into its micro-op body (`unroll.py`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from cuvil_kernels_npu_sim.builder import Builder, Pipeline
 from cuvil_kernels_npu_sim.isa import DType, Mem, Op
 from cuvil_kernels_npu_sim.tiling import ConvGeometry, ConvTiling, line_buffered
+from cuvil_kernels_npu_sim.unroll import ArrayLoop, unroll_loop
 
 
 @dataclass(frozen=True)
@@ -214,19 +216,29 @@ def emit_gemm_layer(
                 op, wrow = Op.GEMM, g.kw * ci_len * co_len
                 b.set(g_ki=ci_len, g_ko=g.kw, g_kos=g.dw * ci_len)
                 uops = [(acc, inp + r * row, wgt + r * wrow) for r in range(g.kh)]
-            b.emit(
-                op,
-                reset=int(first),
-                uop=b.uop_block(uops),
-                nuop=len(uops),
+            loop = ArrayLoop(
                 e0=oh_len,
                 e1=ow_len,
                 is0=g.sh * iw_len * ci_len,
                 is1=g.sw * ci_len,
                 as0=ow_len * co_len,
                 as1=co_len,
-                rq=int(last),
+                uops=tuple(uops),
             )
+            for part in unroll_loop(loop, cfg.loop_unroll_factor):
+                b.emit(
+                    op,
+                    reset=int(first),
+                    uop=b.uop_block(list(part.uops)),
+                    nuop=len(part.uops),
+                    e0=part.e0,
+                    e1=part.e1,
+                    is0=part.is0,
+                    is1=part.is1,
+                    as0=part.as0,
+                    as1=part.as1,
+                    rq=int(last),
+                )
         if last:
             with pipe.store(tile):
                 b.set(st_ystride=g.ow * p.y_channels, st_xstride=p.y_channels)

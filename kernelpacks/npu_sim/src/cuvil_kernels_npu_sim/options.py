@@ -5,7 +5,8 @@ and `mac_cols` are accepted as aliases of `array_rows`/`array_cols`); energy fig
 flat options `energy_<field>` (`energy_dram_pj_per_byte`, ...), so options stay JSON scalars.
 `sim_mode` picks the simulator's scheduling ("timed": the timing reference; "random": random
 interleaving of ready queues with the hazard checker on, a correctness stress mode) and `trace`
-records the per-instruction trace into the executable's metrics.
+records the per-instruction trace into the executable's metrics. `loop_unroll_factor` (an int in
+[1, 16], default 1) is the lowering's micro-op loop unrolling (see unroll.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cuvil_kernels_npu_sim.config import TARGETS, EnergyTable, NpuConfig, config_from_dict
+from cuvil_kernels_npu_sim.unroll import UNROLL_MAX
 from cuvil_ref.errors import TargetError
 from cuvil_ref.plugin.types import OptionSpec
 
@@ -39,7 +41,14 @@ _DOCS = {
     "pipelined_folds": "shadow weight registers (False: SCALE-Sim per-fold fill/drain)",
     "dw_line_rows": "depthwise line buffer rows (largest kernel height with row reuse)",
     "dw_line_cols": "depthwise line buffer row width in pixels",
+    "loop_unroll_factor": (
+        f"1..{UNROLL_MAX}: output-row iterations of each GEMM/DWCONV micro-op loop emitted as "
+        "separate micro-ops (f x micro-ops within uop_entries, e/f hardware loop iterations); "
+        "bit-identical results, never fewer cycles on this weight-stationary array"
+    ),
 }
+# option -> inclusive range, checked before the config (so the message names the range)
+RANGES = {"loop_unroll_factor": (1, UNROLL_MAX)}
 
 
 def _config_fields() -> list[dataclasses.Field[Any]]:
@@ -73,7 +82,15 @@ def option_specs(target: str) -> tuple[OptionSpec, ...]:
 def _check_type(target: str, spec: OptionSpec, value: Any) -> Any:
     if spec.type is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
-    if not isinstance(value, spec.type) or (spec.type is int and isinstance(value, bool)):
+    bad_type = not isinstance(value, spec.type) or (spec.type is int and isinstance(value, bool))
+    if spec.name in RANGES:
+        lo, hi = RANGES[spec.name]
+        if bad_type or not lo <= value <= hi:
+            raise TargetError(
+                f"target '{target}': option '{spec.name}' must be an int in [{lo}, {hi}], "
+                f"got {value!r}"
+            )
+    if bad_type:
         raise TargetError(
             f"target '{target}': option '{spec.name}' must be {spec.type.__name__}, got {value!r}"
         )
