@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32
 
-from cuvil_kernels_cuda.kernels import common, scalar_ops
+from cuvil_kernels_cuda.kernels import common, epilogue_device
 from cuvil_kernels_cuda.kernels.epilogue import NO_EPILOGUE, Epilogue
 
 # Indices into the geometry table passed to the kernel.
@@ -22,8 +22,7 @@ N, C, H, W, OC, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW, G = range(16)
 
 
 def _build(tile: int, key: tuple[str, bool], has_bias: bool, has_res: bool) -> Any:
-    act = scalar_ops.UNARY[key[0]]
-    res_first = key[1]
+    apply = epilogue_device.build(key, has_bias, has_res)
 
     @cuda.jit
     def conv_kernel(out, x, w, geo, bias, res, ap):  # noqa: ANN001, ANN202
@@ -73,15 +72,7 @@ def _build(tile: int, key: tuple[str, bool], has_bias: bool, has_res: bool) -> A
         if row < m_total and col < og:
             oc = g * og + col
             idx = (n * geo[OC] + oc) * hw_out + p
-            v = acc
-            if has_bias:
-                v += float32(bias[oc])
-            if has_res and res_first:
-                v += float32(res[idx])
-            v = act(v, ap[0], ap[1])
-            if has_res and not res_first:
-                v += float32(res[idx])
-            out[idx] = v
+            out[idx] = apply(acc, oc, idx, bias, res, ap)
 
     return conv_kernel
 

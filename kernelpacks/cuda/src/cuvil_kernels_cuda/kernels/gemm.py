@@ -14,14 +14,13 @@ from typing import Any
 import numpy as np
 from numba import cuda, float32
 
-from cuvil_kernels_cuda.kernels import common, scalar_ops
+from cuvil_kernels_cuda.kernels import common, epilogue_device
 from cuvil_kernels_cuda.kernels.epilogue import NO_EPILOGUE, Epilogue
 from cuvil_kernels_cuda.kernels.indexing import strided_pos
 
 
 def _build(tile: int, key: tuple[str, bool], has_bias: bool, has_res: bool) -> Any:
-    act = scalar_ops.UNARY[key[0]]
-    res_first = key[1]
+    apply = epilogue_device.build(key, has_bias, has_res)
 
     @cuda.jit
     def gemm_kernel(out, a, ab, am, ak, ao, b, bb, bk, bn, bo, bshape, dims, bias, res, ap):  # noqa: ANN001, ANN202
@@ -55,15 +54,7 @@ def _build(tile: int, key: tuple[str, bool], has_bias: bool, has_res: bool) -> A
             cuda.syncthreads()
         if row < m_total and col < n_total:
             idx = (z * m_total + row) * n_total + col
-            v = acc
-            if has_bias:
-                v += float32(bias[col])
-            if has_res and res_first:
-                v += float32(res[idx])
-            v = act(v, ap[0], ap[1])
-            if has_res and not res_first:
-                v += float32(res[idx])
-            out[idx] = v
+            out[idx] = apply(acc, col, idx, bias, res, ap)
 
     return gemm_kernel
 
@@ -79,8 +70,7 @@ def _build_gemv(key: tuple[str, bool], has_bias: bool, has_res: bool, unroll: in
     """One thread per output column; the K loop is unrolled ``unroll`` times by hand (a constant
     trip count LLVM flattens), then a remainder loop. The sum runs in the same sequential order
     for every factor, so results do not depend on it."""
-    act = scalar_ops.UNARY[key[0]]
-    res_first = key[1]
+    apply = epilogue_device.build(key, has_bias, has_res)
 
     @cuda.jit
     def gemv_kernel(out, a, ab, am, ak, ao, b, bb, bk, bn, bo, bshape, dims, bias, res, ap):  # noqa: ANN001, ANN202
@@ -102,15 +92,7 @@ def _build_gemv(key: tuple[str, bool], has_bias: bool, has_res: bool, unroll: in
             for kk in range(k_main, k_total):
                 acc += float32(a[abase + kk * ak]) * float32(b[bbase + kk * bk])
             idx = (z * m_total + row) * n_total + col
-            v = acc
-            if has_bias:
-                v += float32(bias[col])
-            if has_res and res_first:
-                v += float32(res[idx])
-            v = act(v, ap[0], ap[1])
-            if has_res and not res_first:
-                v += float32(res[idx])
-            out[idx] = v
+            out[idx] = apply(acc, col, idx, bias, res, ap)
 
     return gemv_kernel
 
