@@ -33,7 +33,13 @@ def test_float_model_matches_interpreter(name: str) -> None:
     k = 1024
     bound = 2 * k * np.finfo(np.float32).eps * max(1.0, float(np.abs(want).max()))
     assert np.abs(got - want).max() <= bound
-    assert report["metrics"]["launches_per_run"] >= len(prog.module.graph.nodes) // 2
+    m = report["metrics"]
+    assert m["launches_per_run"] >= len(prog.module.graph.nodes) // 2
+    # Intermediates live in the planned arena, smaller than one buffer each.
+    assert m["arena_values"] >= 1 and m["separate_buffers"] == 2
+    assert 0 < m["arena_bytes"] <= max(m["planned_arena_bytes"], m["arena_naive_bytes"])
+    if name == "digits_cnn":
+        assert m["arena_bytes"] < m["arena_naive_bytes"]
 
 
 @pytest.mark.parametrize("name", MODELS)

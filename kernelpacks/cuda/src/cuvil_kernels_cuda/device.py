@@ -60,6 +60,16 @@ def is_device_array(obj: object) -> bool:
     return hasattr(obj, "copy_to_host") and hasattr(obj, "shape")
 
 
+def device_address(x: Any) -> int | None:
+    """Device address of a device array's first element (None where it has no storage)."""
+    ary = getattr(x, "_ary", None)  # the simulator keeps a numpy array
+    if ary is not None and in_simulator():
+        return int(ary.__array_interface__["data"][0])
+    ptr = getattr(x, "device_ctypes_pointer", None)
+    value = getattr(ptr, "value", None)
+    return None if value is None else int(value)
+
+
 def to_host(x: Any) -> np.ndarray:
     """A numpy copy of a device array (numpy arrays pass through)."""
     return x.copy_to_host() if is_device_array(x) else np.asarray(x)

@@ -2,10 +2,13 @@
 
 For each input-shape signature (one, decided at lowering, when the partition has no symbolic
 dims) a :class:`Plan` is built once: device buffers for the inputs, constants uploaded, every node
-emitted through the library with launches recorded, every intermediate and output allocated
-(one device buffer per value: the per-value slots). A run then copies the inputs into their
-buffers, replays the recorded launches (their arguments bound at record time) on the executable's
-stream -- or launches the captured CUDA graph -- and copies the outputs back.
+emitted through the library with launches recorded, every value in its own device buffer. Then
+the intermediates move into one arena carved by the compiler's memory plan (``options
+["memory_plan"]``, see :mod:`cuvil_kernels_cuda.arena`): the recorded launches are rebound onto
+its views; inputs, outputs and whatever the plan does not cover keep their own buffers. A run
+then copies the inputs into their buffers, replays the recorded launches (their arguments bound
+at record time) on the executable's stream -- or launches the captured CUDA graph -- and copies
+the outputs back.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_kernels_cuda import device
+from cuvil_kernels_cuda import arena, device
 from cuvil_kernels_cuda.lower_common import EmitContext
 from cuvil_kernels_cuda.lowering import LOWERINGS
 from cuvil_ref.errors import TargetError
@@ -40,6 +43,7 @@ class Plan:
     device_bytes: int
     graph: Any = None
     graph_status: str = "off"
+    arena: arena.ArenaResult | None = None
 
 
 @dataclass
@@ -65,8 +69,8 @@ class CudaExecutable(Executable):
         self.tile = int(options.get("tile", 0) or 0)
         self.use_cuda_graph = bool(options.get("use_cuda_graph", False))
         self.unroll = int(options.get("loop_unroll_factor", 1))
-        plan = options.get("memory_plan")
-        self.planned_arena_bytes = int(getattr(plan, "arena_bytes", 0) or 0)
+        self.memory_plan = options.get("memory_plan")
+        self.planned_arena_bytes = int(getattr(self.memory_plan, "arena_bytes", 0) or 0)
         self.ctx = device.ExecutionContext()
         self._lock = threading.Lock()
         self._plans: dict[tuple[tuple[int, ...], ...], Plan] = {}
@@ -98,9 +102,11 @@ class CudaExecutable(Executable):
         env: dict[str, Any] = dict(self._constants)
         env.update({v.name: b for v, b in zip(self.graph.inputs, inputs, strict=True)})
         cx = EmitContext(bindings, self.tile)
-        nbytes = sum(int(b.nbytes) for b in inputs)
+        raw: dict[str, Any] = {}
+        spans: list[range] = []
         with common.recording(self.tile, self.unroll) as log:
             for node in self.graph.nodes:
+                first = len(log)
                 args = [env[v.name] for v in node.inputs]
                 try:
                     outs = LOWERINGS[node.op].emit(node, args, cx)
@@ -110,16 +116,23 @@ class CudaExecutable(Executable):
                         f"target 'cuda': lowering %{node.outputs[0].name} = {node.op}{where} "
                         f"failed: {type(exc).__name__}: {exc}"
                     ) from exc
+                spans.append(range(first, len(log)))
                 for v, o in zip(node.outputs, outs, strict=True):
                     shape = cx.shape(v)
                     # Rank-0 results come back as (1,) from some kernels: view them as the IR says.
                     env[v.name] = o if tuple(o.shape) == shape else o.reshape(shape)
-                    nbytes += int(o.nbytes)
+                    raw[v.name] = o
+        outputs = [env[v.name] for v in self.graph.outputs]
+        fixed = [*inputs, *outputs, *self._constants.values()]
+        placed = arena.place(self.graph, raw, spans, log, self.memory_plan, fixed)
         launches = [
             device.bind(rec.kernel, _tuple(rec.grid), _tuple(rec.block), rec.args, self.ctx)
-            for rec in log
+            for rec in placed.launches
         ]
-        plan = Plan(inputs, launches, [env[v.name] for v in self.graph.outputs], nbytes)
+        in_arena = set(placed.arena_values)
+        nbytes = sum(int(b.nbytes) for b in inputs) + placed.arena_bytes
+        nbytes += sum(int(o.nbytes) for name, o in raw.items() if name not in in_arena)
+        plan = Plan(inputs, launches, outputs, nbytes, arena=placed)
         if self.use_cuda_graph:
             self._capture(plan)
         return plan
@@ -219,6 +232,12 @@ class CudaExecutable(Executable):
             "bytes_transferred": c.bytes_h2d + c.bytes_d2h,
             "device_buffer_bytes": last.device_bytes if last else 0,
             "planned_arena_bytes": self.planned_arena_bytes,
+            "arena_bytes": last.arena.arena_bytes if last and last.arena else 0,
+            "arena_values": len(last.arena.arena_values) if last and last.arena else 0,
+            "arena_naive_bytes": last.arena.arena_naive_bytes if last and last.arena else 0,
+            "arena_relocated": len(last.arena.relocated) if last and last.arena else 0,
+            "arena_in_place": len(last.arena.in_place) if last and last.arena else 0,
+            "separate_buffers": last.arena.separate_buffers if last and last.arena else 0,
             "plans": len(plans),
             "streams": 1,
             "tile": self.tile or "auto",
