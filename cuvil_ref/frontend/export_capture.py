@@ -43,19 +43,31 @@ def _widen(x: torch.Tensor, axes: Sequence[int]) -> torch.Tensor:
 
 
 def export(
-    model: torch.nn.Module, example: Sequence[torch.Tensor], dynamic: Sequence[Mapping[int, str]]
+    model: torch.nn.Module,
+    example: Sequence[torch.Tensor],
+    dynamic: Sequence[Mapping[int, str]],
+    kwargs: Sequence[torch.Tensor] = (),
+    names: Sequence[str] | None = None,
 ) -> ExportedProgram:
-    """Run torch.export with a ``Dim`` per symbol name; failures become CaptureError."""
+    """Run torch.export with a ``Dim`` per symbol name; failures become CaptureError.
+
+    ``example`` are the positional inputs, ``kwargs`` the keyword inputs (their parameter names
+    are the last ``len(kwargs)`` of ``names``); ``dynamic`` has one entry per input, in order.
+    """
     dims: dict[str, Any] = {}
-    shapes = []
-    args = []
-    for x, dyn in zip(example, dynamic):
+    shapes: list[Any] = []
+    tensors: list[torch.Tensor] = []
+    for x, dyn in zip([*example, *kwargs], dynamic):
         shapes.append({a: dims.setdefault(n, Dim(n)) for a, n in dyn.items()} if dyn else None)
-        args.append(_widen(x, list(dyn)) if dyn else x)
+        tensors.append(_widen(x, list(dyn)) if dyn else x)
+    args = tuple(tensors[: len(example)])
+    kw_names = list(names[len(example) :]) if names is not None else []
+    kw = dict(zip(kw_names, tensors[len(example) :]))
+    dynamic_shapes: Any = None
+    if any(dynamic):
+        dynamic_shapes = dict(zip(names, shapes)) if names is not None else tuple(shapes)
     try:
-        ep = torch.export.export(
-            model, tuple(args), dynamic_shapes=tuple(shapes) if any(dynamic) else None
-        )
+        ep = torch.export.export(model, args, kwargs=kw or None, dynamic_shapes=dynamic_shapes)
     except Exception as exc:
         src = exception_source(exc)
         where = f" at {src.describe()}" if src else ""
@@ -95,9 +107,12 @@ def _aten_name(target: Any) -> str | None:
 
 
 def convert_program(
-    ep: ExportedProgram, input_types: Sequence[TensorType]
+    ep: ExportedProgram,
+    input_types: Sequence[TensorType],
+    names: Sequence[str] | None = None,
 ) -> tuple[Converter, list[Value], Any]:
-    """Convert an ExportedProgram; returns the converter, input values and output structure."""
+    """Convert an ExportedProgram; returns the converter, the input values and the outputs as
+    (leaves, torch TreeSpec)."""
     cx = Converter()
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs if hasattr(s.arg, "name")}
     env: dict[torch.fx.Node, Any] = {}
@@ -179,8 +194,9 @@ def convert_program(
                 env[first] = env[node]  # in-place ATen op: later reads see the new value
     user_outputs = outputs[: len(ep.graph_signature.user_outputs)]
     spec = ep.call_spec.out_spec
-    structure = pytree.tree_unflatten(user_outputs, spec) if spec is not None else user_outputs
-    return cx, inputs, structure
+    if spec is None:
+        return cx, inputs, pytree.tree_flatten(user_outputs)
+    return cx, inputs, (user_outputs, spec)
 
 
 def check_against_torch(result: Any, expected: Any) -> None:
@@ -216,7 +232,9 @@ def check_against_torch(result: Any, expected: Any) -> None:
 def capture_export(
     model: torch.nn.Module,
     example: Sequence[torch.Tensor],
+    kwargs: Sequence[torch.Tensor],
     input_types: Sequence[TensorType],
     dynamic: Sequence[Mapping[int, str]],
+    names: Sequence[str] | None = None,
 ) -> tuple[Converter, list[Value], Any]:
-    return convert_program(export(model, example, dynamic), input_types)
+    return convert_program(export(model, example, dynamic, kwargs, names), input_types, names)
