@@ -47,7 +47,7 @@ class CompiledModule:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         values = self._bind(args, kwargs)
-        arrays, torch_in = [], False
+        arrays, torch_in = [], not values  # no inputs at all: a torch model gives torch
         for x in values:
             array, is_torch = _to_numpy(x)
             torch_in = torch_in or is_torch

@@ -112,7 +112,7 @@ def test_loaded_artifact_rebuilds_without_the_class(tmp_path: Path) -> None:
     assert isinstance(rec, structure.Record)
     assert rec.last_hidden_state is outs[0] and rec[1] is outs[1] and rec.to_tuple() == tuple(outs)
     with pytest.raises(AttributeError, match="no field 'logits'"):
-        rec.logits
+        _ = rec.logits
 
 
 def test_legacy_literal_structure_still_reads() -> None:
