@@ -55,11 +55,13 @@ def export(
     ``example`` are the positional inputs, ``kwargs`` the keyword inputs (their parameter names
     are the last ``len(kwargs)`` of ``names``); ``dynamic`` has one entry per input, in order.
     """
-    dims: dict[str, Any] = {}
     shapes: list[Any] = []
     tensors: list[torch.Tensor] = []
     for x, dyn in zip([*example, *kwargs], dynamic):
-        shapes.append({a: dims.setdefault(n, Dim(n)) for a, n in dyn.items()} if dyn else None)
+        # Dim.DYNAMIC lets torch infer each size's valid range (a sequence length bounded by the
+        # position table, say); Cuvil's own symbol names are put back on the IR types, and the
+        # ranges are read back into ``dim_ranges``.
+        shapes.append({a: Dim.DYNAMIC for a in dyn} if dyn else None)
         tensors.append(_widen(x, list(dyn)) if dyn else x)
     args = tuple(tensors[: len(example)])
     kw_names = list(names[len(example) :]) if names is not None else []
@@ -138,6 +140,7 @@ def convert_program(
                         f"the exported program has more inputs than given ('{node.name}')"
                     )
                 value = cx.builder.input(node.name, input_types[len(inputs)])
+                _record_ranges(cx, ep, node, value)
                 inputs.append(value)
                 env[node] = value
             elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
@@ -209,6 +212,34 @@ def convert_program(
     if spec is None:
         return cx, inputs, pytree.tree_flatten(user_outputs)
     return cx, inputs, (user_outputs, spec)
+
+
+def _record_ranges(cx: Converter, ep: ExportedProgram, node: torch.fx.Node, value: Value) -> None:
+    """Put the range torch inferred for each symbolic dim of an input into ``cx.dim_ranges``
+    (``{"seq": [2, 64]}``; ``None`` for no upper bound), intersecting repeated names."""
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        return
+    for dim, size in zip(value.type.shape, val.shape):
+        if not isinstance(dim, str) or not isinstance(size, torch.SymInt):
+            continue
+        vr = ep.range_constraints.get(size.node.expr)
+        if vr is None:
+            continue
+        lo, hi = _bound(vr.lower) or 0, _bound(vr.upper)
+        old = cx.dim_ranges.get(dim)
+        if old is not None:
+            lo = max(lo, old[0])
+            hi = old[1] if hi is None else (hi if old[1] is None else min(hi, old[1]))
+        cx.dim_ranges[dim] = [lo, hi]
+
+
+def _bound(x: Any) -> int | None:
+    """A sympy range bound as an int, or None when it is infinite."""
+    try:
+        return int(x)
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return None
 
 
 def check_against_torch(result: Any, expected: Any) -> None:
