@@ -47,6 +47,12 @@ def _require_extra() -> None:
     show_default=True,
     help="Stop when a model fails to load (else serve the others; it shows as unavailable).",
 )
+@click.option(
+    "--request-body-timeout",
+    default=30.0,
+    show_default=True,
+    help="Seconds a client may take to send a request body (slower ones get 408).",
+)
 @click.option("--otlp-endpoint", default=None, help="Export OpenTelemetry spans over OTLP/gRPC.")
 @click.option(
     "--access-log",
@@ -62,6 +68,7 @@ def serve_command(
     metrics_port: int,
     drain_timeout: float,
     exit_on_error: bool,
+    request_body_timeout: float,
     otlp_endpoint: str | None,
     access_log: str,
 ) -> None:
@@ -78,6 +85,7 @@ def serve_command(
             metrics_port=metrics_port,
             drain_timeout=drain_timeout,
             exit_on_error=exit_on_error,
+            body_timeout=request_body_timeout,
             otlp_endpoint=otlp_endpoint,
             access_log=access_log or None,
         ),

@@ -13,7 +13,6 @@ another copy of them (such as ``tritonclient.grpc``); clients run in their own p
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import grpc
@@ -117,12 +116,14 @@ class InferenceService(pb_grpc.GRPCInferenceServiceServicer):
             )
         except ServeError as exc:
             await self._abort(context, exc)
-        except asyncio.CancelledError:
-            raise
         return _encode(request, result)
 
 
 def _decode(request: Any, served: Served) -> dict[str, np.ndarray]:
+    known = [t.name for t in served.loaded.signature.outputs]
+    for o in request.outputs:
+        if o.name not in known:
+            raise InvalidRequest(f"unknown output {o.name!r}; the model's outputs are {known}")
     raw = list(request.raw_input_contents)
     if raw and len(raw) != len(request.inputs):
         raise InvalidRequest(
@@ -156,12 +157,7 @@ def _decode(request: Any, served: Served) -> dict[str, np.ndarray]:
 def _encode(request: Any, result: Any) -> Any:
     loaded = result.served.loaded
     types = {t.name: t.datatype for t in loaded.signature.outputs}
-    names = [o.name for o in request.outputs] or list(result.outputs)
-    unknown = [n for n in names if n not in result.outputs]
-    if unknown:
-        raise InvalidRequest(
-            f"unknown output {unknown[0]!r}; the model's outputs are {list(result.outputs)}"
-        )
+    names = [o.name for o in request.outputs] or list(result.outputs)  # checked by _decode
     response = pb.ModelInferResponse(
         model_name=loaded.name, model_version=str(loaded.version), id=request.id
     )

@@ -136,7 +136,7 @@ def build_app(
             manager.infer(
                 p["model"],
                 p.get("version"),
-                lambda served: _decode_inputs(header, binary),
+                lambda served: _decode_inputs(header, binary, served),
                 protocol="http",
                 request_id=str(header.get("id", "")),
                 timeout_s=timeout_s,
@@ -229,7 +229,16 @@ def _timeout(params: Any) -> float | None:
     return t * 1e-6 if t else None
 
 
-def _decode_inputs(header: dict[str, Any], binary: memoryview) -> dict[str, Any]:
+def _decode_inputs(header: dict[str, Any], binary: memoryview, served: Served) -> dict[str, Any]:
+    requested = header.get("outputs")
+    if requested is not None:
+        if not isinstance(requested, list):
+            raise InvalidRequest('"outputs" must be a list of {"name": ...} objects')
+        known = [t.name for t in served.loaded.signature.outputs]
+        for spec in requested:
+            name = spec.get("name") if isinstance(spec, dict) else None
+            if name not in known:
+                raise InvalidRequest(f"unknown output {name!r}; the model's outputs are {known}")
     arrays: dict[str, Any] = {}
     offset = 0
     for i, spec in enumerate(header["inputs"]):
@@ -272,14 +281,8 @@ def _encode_response(header: dict[str, Any], result: Any) -> Response:
         wanted = [(n, binary_default) for n in outputs]
     else:
         wanted = []
-        for spec in requested if isinstance(requested, list) else []:
-            name = spec.get("name") if isinstance(spec, dict) else None
-            if name not in outputs:
-                return error_response(
-                    InvalidRequest(
-                        f"unknown output {name!r}; the model's outputs are {list(outputs)}"
-                    )
-                )
+        for spec in requested:  # names checked by _decode_inputs
+            name = spec["name"]
             p = spec.get("parameters") or {}
             wanted.append((name, bool(p.get("binary_data", binary_default))))
     loaded = result.served.loaded

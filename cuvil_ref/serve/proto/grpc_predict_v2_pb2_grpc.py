@@ -5,7 +5,7 @@ import warnings
 
 from cuvil_ref.serve.proto import grpc_predict_v2_pb2 as cuvil__ref_dot_serve_dot_proto_dot_grpc__predict__v2__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.81.1'
 GRPC_VERSION = grpc.__version__
 _version_not_supported = False
 
