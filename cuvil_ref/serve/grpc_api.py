@@ -13,6 +13,7 @@ another copy of them (such as ``tritonclient.grpc``); clients run in their own p
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import grpc
@@ -96,6 +97,7 @@ class InferenceService(pb_grpc.GRPCInferenceServiceServicer):
         )
 
     async def ModelInfer(self, request: Any, context: Any) -> Any:  # noqa: N802
+        arrival = time.monotonic()
         params = {k: _param(v) for k, v in request.parameters.items()}
         timeout_s = None
         t = params.get("timeout")
@@ -116,7 +118,9 @@ class InferenceService(pb_grpc.GRPCInferenceServiceServicer):
             )
         except ServeError as exc:
             await self._abort(context, exc)
-        return _encode(request, result)
+        response = _encode(request, result)
+        self.manager.record_latency(result, arrival)
+        return response
 
 
 def _decode(request: Any, served: Served) -> dict[str, np.ndarray]:

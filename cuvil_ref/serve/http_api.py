@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import zlib
 from typing import Any
 
@@ -121,6 +122,7 @@ def build_app(
         return JSONResponse(rows)
 
     async def infer(request: Request) -> Response:
+        arrival = time.monotonic()
         p = request.path_params
         try:
             body = await _read_body(request, body_timeout, max_body_bytes)
@@ -156,7 +158,9 @@ def build_app(
             return error_response(RequestCancelled("client disconnected"))
         except ServeError as exc:
             return error_response(exc)
-        return _encode_response(header, result)
+        response = _encode_response(header, result)
+        manager.record_latency(result, arrival)
+        return response
 
     routes = [
         Route("/v2/health/live", live),

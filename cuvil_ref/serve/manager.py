@@ -211,8 +211,6 @@ class ModelManager:
             self._inflight -= 1
             elapsed = time.monotonic() - start
             self.metrics.requests.labels(*labels, protocol, outcome).inc()
-            if served is not None and outcome == "success":
-                self.metrics.request_seconds.labels(*labels).observe(elapsed)
             times = _times(pending)
             self.telemetry.children(span, times)
             span.set_attribute("cuvil.outcome", outcome)
@@ -231,6 +229,14 @@ class ModelManager:
             if err:
                 record["error"] = err
             self.telemetry.log(record)
+
+    def record_latency(self, result: InferResult, arrival: float) -> None:
+        """Observe a successful request's latency, arrival to encoded response (the fronts call
+        this once the response is built, so the histogram matches what a client measures)."""
+        loaded = result.served.loaded
+        self.metrics.request_seconds.labels(loaded.name, str(loaded.version)).observe(
+            time.monotonic() - arrival
+        )
 
     def _name_outputs(
         self, served: Served, outs: list[np.ndarray], strip: Mapping[str, tuple[int, int]]

@@ -79,7 +79,7 @@ def wrap_module(module: Module, config: ModelConfig) -> Module:
     graph = Graph(tuple(inputs), tuple(b.b.nodes), tuple(outputs), b.b._constants)
     from cuvil_ref.ir.verifier import verify
 
-    wrapped = Module(module.name, graph, module.metadata)
+    wrapped = module.with_graph(graph)
     try:
         verify(wrapped)
     except CuvilError as exc:

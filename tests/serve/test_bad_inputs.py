@@ -251,9 +251,7 @@ def test_timeout_gives_504_and_deadline_exceeded(zoo, server) -> None:
 def test_queue_full_gives_503_with_retry_after(zoo, server) -> None:
     """resnet18_npu queues at most 2 requests: a burst of 12 gets some 503s, none lost."""
     x = zoo.inputs["resnet18_npu"]
-    body = _json(
-        [{"name": "x", "shape": list(x.shape), "datatype": "FP32", "data": _flat(x)}]
-    )
+    body = _json([{"name": "x", "shape": list(x.shape), "datatype": "FP32", "data": _flat(x)}])
 
     def one(_: int):
         return _post(server, "/v2/models/resnet18_npu/infer", body)
@@ -322,9 +320,7 @@ def test_client_disconnect_mid_request_is_cancelled(zoo, server) -> None:
         [{"name": "x", "shape": list(x.shape), "datatype": "FP32", "data": x.reshape(-1).tolist()}],
         id="gone",
     )
-    ahead = _json(
-        [{"name": "x", "shape": list(x.shape), "datatype": "FP32", "data": _flat(x)}]
-    )
+    ahead = _json([{"name": "x", "shape": list(x.shape), "datatype": "FP32", "data": _flat(x)}])
     host, port = server.http.split(":")
     with concurrent.futures.ThreadPoolExecutor(3) as pool:
         busy = [pool.submit(_post, server, "/v2/models/resnet18/infer", ahead) for _ in range(3)]
