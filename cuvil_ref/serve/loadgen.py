@@ -25,7 +25,7 @@ def run_locust(
     seconds: float,
     out_dir: str | Path,
     model: str = "mlp",
-    input_name: str = "input_1",
+    input_name: str = "INPUT0",
     shape: tuple[int, ...] = (1, 784),
     binary: bool = True,
     locustfile: str | Path = LOCUSTFILE,

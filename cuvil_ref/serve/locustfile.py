@@ -2,7 +2,7 @@
 
 Configured by environment variables (so the same file serves the CI load test and the
 benchmark script): ``CUVIL_LOAD_MODEL`` (default ``mlp``), ``CUVIL_LOAD_INPUT`` (input name,
-default ``input_1``), ``CUVIL_LOAD_SHAPE`` (default ``1,784``), ``CUVIL_LOAD_BINARY`` (``1``:
+default ``INPUT0``), ``CUVIL_LOAD_SHAPE`` (default ``1,784``), ``CUVIL_LOAD_BINARY`` (``1``:
 Triton's binary tensor extension, the default; ``0``: JSON). Each user sends a fixed random
 tensor with the binary extension and checks the response status; anything but 200 is a failure.
 
@@ -19,7 +19,7 @@ import numpy as np
 from locust import FastHttpUser, task
 
 MODEL = os.environ.get("CUVIL_LOAD_MODEL", "mlp")
-INPUT = os.environ.get("CUVIL_LOAD_INPUT", "input_1")
+INPUT = os.environ.get("CUVIL_LOAD_INPUT", "INPUT0")
 SHAPE = [int(s) for s in os.environ.get("CUVIL_LOAD_SHAPE", "1,784").split(",")]
 BINARY = os.environ.get("CUVIL_LOAD_BINARY", "1") == "1"
 

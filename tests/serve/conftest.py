@@ -23,7 +23,12 @@ pytest.importorskip(
 from cuvil_ref.serve.process import ServerProcess  # noqa: E402
 from cuvil_ref.serve.repository import add_model  # noqa: E402
 
-R18_SHAPE = (1, 3, 32, 32)  # ResNet-18 at a small resolution keeps CI fast
+R18_SHAPE = (1, 3, 32, 32)
+# Protocol names set in the config (the IR's value names follow the frontend's naming).
+NAMES = {
+    "inputs": [{"name": "INPUT0"}],
+    "outputs": [{"name": "OUTPUT0"}],
+}  # ResNet-18 at a small resolution keeps CI fast
 
 
 @dataclass
@@ -55,13 +60,14 @@ def _build_zoo(root: Path) -> Zoo:
         compiled["mlp"],
         max_batch_size=8,
         dynamic_batching={"max_queue_delay_us": 1000, "max_queue_size": 64},
+        **NAMES,
     )
     inputs["mlp"] = x.numpy()
 
     r18, _ = get_model("resnet18")
     x = torch.randn(*R18_SHAPE, generator=gen)
     compiled["resnet18"] = cuvil.torch.compile(r18, example_inputs=(x,))
-    add_model(repo, "resnet18", compiled["resnet18"], max_batch_size=0)
+    add_model(repo, "resnet18", compiled["resnet18"], max_batch_size=0, **NAMES)
     inputs["resnet18"] = x.numpy()
 
     calibration = [torch.randn(*R18_SHAPE, generator=gen) for _ in range(2)]
@@ -79,6 +85,7 @@ def _build_zoo(root: Path) -> Zoo:
         compiled["resnet18_npu"],
         max_batch_size=0,
         dynamic_batching={"max_queue_size": 2},
+        **NAMES,
     )
     inputs["resnet18_npu"] = x.numpy()
     return Zoo(repo, compiled, inputs)

@@ -38,16 +38,16 @@ def _flat(x: np.ndarray) -> list[float]:
 
 
 def _mlp_input(**changes):
-    spec = {"name": "input_1", "shape": [1, 784], "datatype": "FP32", "data": [0.0] * 784}
+    spec = {"name": "INPUT0", "shape": [1, 784], "datatype": "FP32", "data": [0.0] * 784}
     spec.update(changes)
     return spec
 
 
 def _still_serving(zoo, server) -> None:
     client = triton_http.InferenceServerClient(server.http)
-    inp = triton_http.InferInput("input_1", [1, 784], "FP32")
+    inp = triton_http.InferInput("INPUT0", [1, 784], "FP32")
     inp.set_data_from_numpy(zoo.inputs["mlp"], binary_data=True)
-    got = client.infer("mlp", [inp]).as_numpy("_2")
+    got = client.infer("mlp", [inp]).as_numpy("OUTPUT0")
     assert np.array_equal(got, zoo.compiled["mlp"](zoo.inputs["mlp"]))
 
 
@@ -55,7 +55,7 @@ BINARY_HEADER = json.dumps(
     {
         "inputs": [
             {
-                "name": "input_1",
+                "name": "INPUT0",
                 "shape": [1, 784],
                 "datatype": "FP32",
                 "parameters": {"binary_data_size": 784 * 4},
@@ -106,16 +106,16 @@ HTTP_TABLE = [
         _json([_mlp_input(name="x")]),
         {},
         400,
-        ["unknown input 'x'", "'input_1' FP32 [-1, 784]"],
+        ["unknown input 'x'", "'INPUT0' FP32 [-1, 784]"],
     ),
-    ("missing-input", "/v2/models/mlp/infer", _json([]), {}, 400, ["missing input 'input_1'"]),
+    ("missing-input", "/v2/models/mlp/infer", _json([]), {}, 400, ["missing input 'INPUT0'"]),
     (
         "unknown-output",
         "/v2/models/mlp/infer",
         _json([_mlp_input()], outputs=[{"name": "logits"}]),
         {},
         400,
-        ["unknown output 'logits'", "'_2'"],
+        ["unknown output 'logits'", "'OUTPUT0'"],
     ),
     (
         "oversized-batch",
@@ -209,7 +209,7 @@ GRPC_TABLE = [
 )
 def test_grpc_bad_input(zoo, server, model, shape, datatype, code, words) -> None:
     client = triton_grpc.InferenceServerClient(server.grpc)
-    inp = triton_grpc.InferInput("input_1", shape, datatype)
+    inp = triton_grpc.InferInput("INPUT0", shape, datatype)
     dtype = np.float64 if datatype == "FP64" else np.float32
     inp.set_data_from_numpy(np.zeros(shape, dtype))
     with pytest.raises(InferenceServerException) as info:
@@ -221,7 +221,7 @@ def test_grpc_bad_input(zoo, server, model, shape, datatype, code, words) -> Non
 
 def test_grpc_truncated_raw_contents(zoo, server) -> None:
     client = triton_grpc.InferenceServerClient(server.grpc)
-    inp = triton_grpc.InferInput("input_1", [1, 784], "FP32")
+    inp = triton_grpc.InferInput("INPUT0", [1, 784], "FP32")
     inp.set_data_from_numpy(np.zeros((1, 784), np.float32))
     inp._raw_content = inp._raw_content[:1000]  # what a truncated upload delivers
     with pytest.raises(InferenceServerException) as info:
@@ -234,13 +234,13 @@ def test_grpc_truncated_raw_contents(zoo, server) -> None:
 def test_timeout_gives_504_and_deadline_exceeded(zoo, server) -> None:
     x = zoo.inputs["resnet18_npu"]
     client = triton_http.InferenceServerClient(server.http)
-    inp = triton_http.InferInput("x", list(x.shape), "FP32")
+    inp = triton_http.InferInput("INPUT0", list(x.shape), "FP32")
     inp.set_data_from_numpy(x, binary_data=True)
     with pytest.raises(InferenceServerException) as info:
         client.infer("resnet18_npu", [inp], timeout=1000)  # microseconds: far too short
     assert info.value.status() == "504"
     grpc_client = triton_grpc.InferenceServerClient(server.grpc)
-    ginp = triton_grpc.InferInput("x", list(x.shape), "FP32")
+    ginp = triton_grpc.InferInput("INPUT0", list(x.shape), "FP32")
     ginp.set_data_from_numpy(x)
     with pytest.raises(InferenceServerException) as info:
         grpc_client.infer("resnet18_npu", [ginp], timeout=1000)
@@ -251,7 +251,7 @@ def test_timeout_gives_504_and_deadline_exceeded(zoo, server) -> None:
 def test_queue_full_gives_503_with_retry_after(zoo, server) -> None:
     """resnet18_npu queues at most 2 requests: a burst of 12 gets some 503s, none lost."""
     x = zoo.inputs["resnet18_npu"]
-    body = _json([{"name": "x", "shape": list(x.shape), "datatype": "FP32", "data": _flat(x)}])
+    body = _json([{"name": "INPUT0", "shape": list(x.shape), "datatype": "FP32", "data": _flat(x)}])
 
     def one(_: int):
         return _post(server, "/v2/models/resnet18_npu/infer", body)
@@ -278,7 +278,7 @@ def test_grpc_queue_full_is_unavailable(zoo, server) -> None:
 
     def one(_: int) -> str:
         client = triton_grpc.InferenceServerClient(server.grpc)
-        inp = triton_grpc.InferInput("x", list(x.shape), "FP32")
+        inp = triton_grpc.InferInput("INPUT0", list(x.shape), "FP32")
         inp.set_data_from_numpy(x)
         try:
             client.infer("resnet18_npu", [inp])
@@ -317,10 +317,19 @@ def test_client_disconnect_mid_request_is_cancelled(zoo, server) -> None:
     ahead of it are answered."""
     x = zoo.inputs["resnet18"]
     body = _json(
-        [{"name": "x", "shape": list(x.shape), "datatype": "FP32", "data": x.reshape(-1).tolist()}],
+        [
+            {
+                "name": "INPUT0",
+                "shape": list(x.shape),
+                "datatype": "FP32",
+                "data": x.reshape(-1).tolist(),
+            }
+        ],
         id="gone",
     )
-    ahead = _json([{"name": "x", "shape": list(x.shape), "datatype": "FP32", "data": _flat(x)}])
+    ahead = _json(
+        [{"name": "INPUT0", "shape": list(x.shape), "datatype": "FP32", "data": _flat(x)}]
+    )
     host, port = server.http.split(":")
     with concurrent.futures.ThreadPoolExecutor(3) as pool:
         busy = [pool.submit(_post, server, "/v2/models/resnet18/infer", ahead) for _ in range(3)]

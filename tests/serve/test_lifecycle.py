@@ -17,6 +17,7 @@ import tritonclient.http as triton_http
 
 from cuvil_ref.serve.process import ServerProcess
 from cuvil_ref.serve.repository import add_model
+from tests.serve.conftest import NAMES
 from tests.serve.prometheus_server import free_port
 
 
@@ -62,16 +63,18 @@ def test_add_model_command(zoo, tmp_path: Path) -> None:
 
 def test_sigterm_drains_in_flight_requests(zoo, tmp_path: Path) -> None:
     repo = tmp_path / "repo"
-    add_model(repo, "npu", zoo.compiled["resnet18_npu"], dynamic_batching={"max_queue_size": 16})
+    add_model(
+        repo, "npu", zoo.compiled["resnet18_npu"], dynamic_batching={"max_queue_size": 16}, **NAMES
+    )
     x = zoo.inputs["resnet18_npu"]
     want = zoo.compiled["resnet18_npu"](x)
     s = ServerProcess(repo, "--drain-timeout", "30").start()
 
     def one(_: int):
         c = triton_http.InferenceServerClient(s.http, network_timeout=60)
-        inp = triton_http.InferInput("x", list(x.shape), "FP32")
+        inp = triton_http.InferInput("INPUT0", list(x.shape), "FP32")
         inp.set_data_from_numpy(x, binary_data=True)
-        return c.infer("npu", [inp]).as_numpy("fc_dq")
+        return c.infer("npu", [inp]).as_numpy("OUTPUT0")
 
     with concurrent.futures.ThreadPoolExecutor(6) as pool:
         pending = [pool.submit(one, i) for i in range(6)]
@@ -112,11 +115,11 @@ class _Collector:
 def test_spans_and_access_log_carry_the_trace_id(zoo, tmp_path: Path) -> None:
     collector = _Collector()
     repo = tmp_path / "repo"
-    add_model(repo, "mlp", zoo.compiled["mlp"], max_batch_size=8)
+    add_model(repo, "mlp", zoo.compiled["mlp"], max_batch_size=8, **NAMES)
     trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
     with ServerProcess(repo, "--otlp-endpoint", f"http://127.0.0.1:{collector.port}") as s:
         client = triton_http.InferenceServerClient(s.http)
-        inp = triton_http.InferInput("input_1", [1, 784], "FP32")
+        inp = triton_http.InferInput("INPUT0", [1, 784], "FP32")
         inp.set_data_from_numpy(zoo.inputs["mlp"], binary_data=True)
         client.infer(
             "mlp",

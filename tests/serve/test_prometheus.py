@@ -21,6 +21,7 @@ from tritonclient.utils import InferenceServerException
 from cuvil_ref.serve.metrics import LATENCY_BUCKETS, METRICS
 from cuvil_ref.serve.process import ServerProcess
 from cuvil_ref.serve.repository import add_model
+from tests.serve.conftest import NAMES
 from tests.serve.prometheus_server import Prometheus
 
 if shutil.which("prometheus") is None:
@@ -55,20 +56,20 @@ def _traffic(zoo, server) -> None:
 
     def one(i: int) -> None:
         c = triton_http.InferenceServerClient(server.http)
-        inp = triton_http.InferInput("input_1", [1, 784], "FP32")
+        inp = triton_http.InferInput("INPUT0", [1, 784], "FP32")
         inp.set_data_from_numpy(x, binary_data=True)
         c.infer("mlp", [inp])
 
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         list(pool.map(one, range(40)))
-    ginp = triton_grpc.InferInput("input_1", [1, 784], "FP32")
+    ginp = triton_grpc.InferInput("INPUT0", [1, 784], "FP32")
     ginp.set_data_from_numpy(x)
     grpc.infer("mlp", [ginp])
-    bad = triton_http.InferInput("input_1", [1, 783], "FP32")
+    bad = triton_http.InferInput("INPUT0", [1, 783], "FP32")
     bad.set_data_from_numpy(np.zeros((1, 783), np.float32))
     with pytest.raises(InferenceServerException):
         http.infer("mlp", [bad])
-    npu = triton_http.InferInput("x", list(zoo.inputs["resnet18_npu"].shape), "FP32")
+    npu = triton_http.InferInput("INPUT0", list(zoo.inputs["resnet18_npu"].shape), "FP32")
     npu.set_data_from_numpy(zoo.inputs["resnet18_npu"], binary_data=True)
     http.infer("resnet18_npu", [npu])
 
@@ -109,6 +110,7 @@ def load_server(zoo, tmp_path_factory):
         zoo.compiled["mlp"],
         max_batch_size=8,
         dynamic_batching={"max_queue_delay_us": 500, "max_queue_size": 256},
+        **NAMES,
     )
     with ServerProcess(repo) as s:
         yield s
@@ -120,7 +122,9 @@ def test_bounded_load_loses_nothing_and_p99_agrees(load_server, tmp_path) -> Non
 
     prom = Prometheus(tmp_path, [load_server.metrics]).start()
     try:
-        stats = run_locust(load_server.http, users=4, seconds=8, out_dir=tmp_path)
+        stats = run_locust(
+            load_server.http, users=4, seconds=8, out_dir=tmp_path, input_name="INPUT0"
+        )
         prom.wait_scraped("cuvil_requests_total")
         served = prom.query('sum(cuvil_requests_total{model="mlp"})')
         ok = prom.query('sum(cuvil_requests_total{model="mlp",outcome="success"})')
