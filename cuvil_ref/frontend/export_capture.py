@@ -23,6 +23,7 @@ from torch.export.graph_signature import InputKind
 from torch.utils import _pytree as pytree
 
 from cuvil_ref.errors import CaptureError, CuvilError
+from cuvil_ref.frontend.capture_fold import CaptureFolder
 from cuvil_ref.frontend.context import Converter, dtype_from_torch
 from cuvil_ref.frontend.decompositions import NO_OPS, decomposition_table
 from cuvil_ref.frontend.errors import Location, exception_source, located, unsupported
@@ -119,6 +120,13 @@ def convert_program(
     inputs: list[Value] = []
     known = supported_names()
     outputs: list[Any] = []
+    folder = CaptureFolder(cx)
+
+    def lookup(n: torch.fx.Node) -> Any:
+        if n not in env:
+            env[n] = folder.materialize(n)  # a folded value read by a converted node
+        return env[n]
+
     for node in ep.graph.nodes:
         where = _location(node)
         cx.provenance, cx.node_name = where.provenance(), node.name
@@ -133,21 +141,21 @@ def convert_program(
                 inputs.append(value)
                 env[node] = value
             elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
-                env[node] = cx.weight(
-                    spec.target,
+                tensor = (
                     ep.state_dict[spec.target]
                     if spec.target in ep.state_dict
-                    else ep.constants[spec.target],
+                    else ep.constants[spec.target]
                 )
+                folder.add_weight(node, spec.target, tensor)
             elif spec.kind == InputKind.CONSTANT_TENSOR:
-                env[node] = cx.weight(spec.target, ep.constants[spec.target])
+                folder.add_weight(node, spec.target, ep.constants[spec.target])
             else:
                 raise CaptureError(
                     f"exported input '{node.name}' of kind {spec.kind.name} is not supported"
                 )
             continue
         if node.op == "output":
-            outputs = [env[n] if isinstance(n, torch.fx.Node) else n for n in node.args[0]]
+            outputs = [lookup(n) if isinstance(n, torch.fx.Node) else n for n in node.args[0]]
             break
         if node.op != "call_function":
             raise unsupported(f"{node.op} {node.target}", where, known)
@@ -155,8 +163,10 @@ def convert_program(
         if name in NO_OPS:
             env[node] = None
             continue
-        args = torch.fx.node.map_arg(node.args, lambda n: env[n])
-        kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
+        if folder.try_fold(node):
+            continue
+        args = torch.fx.node.map_arg(node.args, lookup)
+        kwargs = torch.fx.node.map_arg(node.kwargs, lookup)
         cx.expected = node.meta.get("val")
         if name is not None:
             convert = ATEN_TABLE.get(name)
@@ -192,6 +202,8 @@ def convert_program(
             first = node.args[0]
             if isinstance(first, torch.fx.Node):
                 env[first] = env[node]  # in-place ATen op: later reads see the new value
+                folder.values.pop(first, None)
+    cx.folded = folder.summary()
     user_outputs = outputs[: len(ep.graph_signature.user_outputs)]
     spec = ep.call_spec.out_spec
     if spec is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import inspect
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -156,6 +157,8 @@ class CompiledModule:
         """target, partitions, per-pass timings, memory, quantization, cache and pack metrics."""
         data = self.program.report()
         data["capture"] = self._capture
+        folded = self.module.metadata.get("folded_at_capture")
+        data["folded_at_capture"] = json.loads(folded) if folded else {"nodes": 0}
         data["options"] = dict(self._options)
         return data
 
