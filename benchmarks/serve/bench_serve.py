@@ -260,7 +260,6 @@ def main() -> int:
     models = compile_models()
     rng = np.random.default_rng(0)
     tiny_x = rng.standard_normal((1, 784)).astype(np.float32)
-    wide_x = rng.standard_normal((1, 2048)).astype(np.float32)
     res: dict[str, Any] = {"machine": f"{__import__('os').cpu_count()} cores, shared, under load"}
 
     # 1. overhead over cm(x) and 4. the batcher's own cost (tiny model, one sequential client)
