@@ -22,7 +22,8 @@ from torch.export import Dim, ExportedProgram
 from torch.export.graph_signature import InputKind
 from torch.utils import _pytree as pytree
 
-from cuvil_ref.errors import CaptureError, CuvilError
+from cuvil_ref.errors import CaptureError, CuvilError, TorchExportError, UnsupportedOpError
+from cuvil_ref.frontend.aten.coverage import EXCLUDED
 from cuvil_ref.frontend.capture_fold import CaptureFolder
 from cuvil_ref.frontend.context import Converter, dtype_from_torch
 from cuvil_ref.frontend.decompositions import NO_OPS, decomposition_table
@@ -75,7 +76,7 @@ def export(
         src = exception_source(exc)
         where = f" at {src.describe()}" if src else ""
         lines = [ln for ln in str(exc).splitlines() if ln.strip()][:6]
-        raise CaptureError(
+        raise TorchExportError(
             f"torch.export could not export {type(model).__name__}{where}: "
             f"{type(exc).__name__}: {' '.join(lines)}. Make the failing code traceable "
             "(no data-dependent Python branches; for dynamic dims, no code that fixes their "
@@ -92,7 +93,7 @@ def decompose(ep: ExportedProgram, what: str = "the program") -> ExportedProgram
         src = exception_source(exc)
         where = f" at {src.describe()}" if src else ""
         lines = [ln for ln in str(exc).splitlines() if ln.strip()][:4]
-        raise CaptureError(
+        raise TorchExportError(
             f"torch could not decompose {what} to Core ATen{where}: {type(exc).__name__}: "
             f"{' '.join(lines)}; try capture='fx'"
         ) from exc
@@ -191,6 +192,11 @@ def convert_program(
             )
             label = getattr(node.target, "__name__", str(node.target))
         if convert is None:
+            if name in EXCLUDED:
+                raise UnsupportedOpError(
+                    f"'{label}' ({where.describe()}) is outside what Cuvil compiles: "
+                    f"{EXCLUDED[name]}"
+                )
             raise unsupported(label, where, known)
         try:
             env[node] = convert(cx, *args, **kwargs)
