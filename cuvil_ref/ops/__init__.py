@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from cuvil_ref.ops import (  # noqa: F401  (imported to register their ops)
     activations,
+    bitwise,
     comparison,
     conv,
+    division,
     elementwise,
     fused,
     indexing,
@@ -18,8 +20,13 @@ from cuvil_ref.ops import (  # noqa: F401  (imported to register their ops)
     qgemm,
     qpool,
     quantized,
+    rearrange,
     reductions,
+    rounding,
+    scan,
     shape_ops,
+    sorting,
+    transcendental,
 )
 from cuvil_ref.ops.registry import REGISTRY, REQUIRED, Attr, OpDef, OpRegistry, get_op, register
 

@@ -50,7 +50,7 @@ class InputSpec:
     ``kind``: ``normal`` (float: 2*N(0,1); int: small ints), ``positive`` (> 0), ``edge`` (±0,
     NaN, ±Inf, subnormals, limits, ties, then random), ``full`` (the dtype's whole range),
     ``index:N`` (integers in [0, N)), ``bool``, ``unit`` (uniform in [-1, 1]), ``small`` (ints in
-    [-8, 8]).
+    [-8, 8]), ``nonzero`` (normal, with integer zeros replaced by 1: divisors).
     """
 
     shape: tuple[int, ...]
@@ -93,6 +93,8 @@ class InputSpec:
             else:
                 lo, hi = max(info.min, -50), min(int(info.max), 50)
                 flat = rng.integers(lo, hi + 1, n)
+                if kind == "nonzero":
+                    flat[flat == 0] = 1
         with np.errstate(all="ignore"):
             return np.asarray(flat).astype(dt.numpy).reshape(self.shape)
 

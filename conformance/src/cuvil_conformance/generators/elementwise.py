@@ -28,6 +28,7 @@ ATTR_GRID: dict[str, list[dict[str, object]]] = {
     "softplus": [{}, {"beta": 2.0, "threshold": 5.0}],
     "elu": [{}, {"alpha": 0.5}],
     "cast": [{"dtype": d} for d in ("f32", "f16", "i32", "i8", "bool")],
+    "round": [{"decimals": 0}, {"decimals": 2}, {"decimals": -1}],
 }
 DTYPE_ORDER = ["f32", "f16", "bf16", "i32", "i8", "u8", "i64", "bool"]
 
@@ -102,3 +103,27 @@ def where_cases(op: str, quick: bool) -> Iterator[Case]:
         ],
         label="edge",
     )
+
+
+def division_cases(op: str, quick: bool) -> Iterator[Case]:
+    """floor/trunc division and the remainders: integer divisors are never 0 (an error, as in
+    PyTorch); float divisors include ±0 and ±Inf in the edge case."""
+    for dtype in ["f32", "i32", "i8", "u8", "i64"][: 1 if quick else 5]:
+        is_float = DType(dtype).is_float
+        divisor = "normal" if is_float else "nonzero"
+        for sa, sb in BINARY_SHAPES[:3] if quick else BINARY_SHAPES:
+            yield make_case(op, [InputSpec(sa, dtype), InputSpec(sb, dtype, divisor)])
+        if is_float:
+            yield make_case(
+                op,
+                [InputSpec((4, 5), dtype, "edge"), InputSpec((4, 5), dtype, "edge")],
+                label="edge",
+                tags=["edge"],
+            )
+        elif not quick:  # the dtype's limits (i8: -128 // -1 wraps)
+            yield make_case(
+                op,
+                [InputSpec((6, 6), dtype, "full"), InputSpec((6, 6), dtype, "nonzero")],
+                label="limits",
+                tags=["edge"],
+            )

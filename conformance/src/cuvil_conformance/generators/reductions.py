@@ -75,3 +75,28 @@ def softmax_cases(op: str, quick: bool) -> Iterator[Case]:
         op, [InputSpec((4, 6), "f32", "edge")], {"axis": -1}, label="edge", reduce_len=6
     )
     yield make_case(op, [InputSpec((3, 8), "f16")], {"axis": -1}, reduce_len=8)
+
+
+def cumsum_cases(op: str, quick: bool) -> Iterator[Case]:
+    for dtype in ["f32"] if quick else ["f32", "f16", "i32", "u8", "bool"]:
+        for shape, axis in [((2, 3, 4), 1), ((7,), 0), ((3, 5), -1), ((0, 3), 0), ((), 0)]:
+            yield make_case(op, [InputSpec(shape, dtype)], {"axis": axis}, reduce_len=7)
+            if quick:
+                return
+    yield make_case(op, [InputSpec((4, 6), "f32", "edge")], {"axis": 1}, label="edge", reduce_len=6)
+
+
+def sort_cases(op: str, quick: bool) -> Iterator[Case]:
+    """sort and topk: both directions, NaN and signed zeros (edge), ties (small ints), rank 0."""
+    for dtype, kind in [("f32", "normal"), ("f32", "edge"), ("i32", "small"), ("bool", "bool")]:
+        for shape, axis in [((3, 8), -1), ((5, 2, 3), 0), ((4, 6), 1)]:
+            for flag in (False, True):
+                attrs: dict[str, object] = {"axis": axis}
+                if op == "sort":
+                    attrs["descending"] = flag
+                else:
+                    attrs.update(k=min(3, shape[axis]), largest=not flag)
+                yield make_case(op, [InputSpec(shape, dtype, kind)], attrs)
+                if quick:
+                    return
+    yield make_case(op, [InputSpec(())], {"axis": 0, **({"k": 1} if op == "topk" else {})})

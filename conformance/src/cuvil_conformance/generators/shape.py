@@ -180,3 +180,31 @@ def embedding_cases(op: str, quick: bool) -> Iterator[Case]:
         yield make_case(
             op, [InputSpec(wshape, const=True), InputSpec(ishape, "i64", f"index:{wshape[0]}")]
         )
+
+
+def flip_cases(op: str, quick: bool) -> Iterator[Case]:
+    yield from _simple(
+        op,
+        [
+            ((2, 3, 4), {"axes": (0,)}),
+            ((2, 3, 4), {"axes": (-1, 0)}),
+            ((3, 0, 2), {"axes": (1, 2)}),
+            ((5,), {"axes": ()}),
+        ],
+        quick,
+        ("f32", "i8", "bool"),
+    )
+
+
+def diagonal_cases(op: str, quick: bool) -> Iterator[Case]:
+    yield from _simple(
+        op,
+        [
+            ((4, 5), {}),
+            ((4, 5), {"offset": 2}),
+            ((4, 5), {"offset": -3}),
+            ((2, 3, 4), {"dim1": -1, "dim2": 0, "offset": 1}),
+            ((3, 3), {"offset": 5}),
+        ],
+        quick,
+    )
