@@ -107,3 +107,17 @@ def test_clamp_promotes_and_takes_tensor_bounds() -> None:
 def test_hardtanh_on_integers_truncates_the_bounds_like_torch() -> None:
     x = torch.tensor([1, -5, 3, -1, -2], dtype=torch.int8)
     matches_eager(lambda a: torch.nn.functional.hardtanh(a, -1.7, 2.6), x)
+
+
+class _WhereScalars(torch.nn.Module):
+    def forward(self, m: torch.Tensor) -> torch.Tensor:
+        return torch.where(m, 0.5, 2.0)
+
+
+def test_where_with_python_scalars_under_fx_capture_too() -> None:
+    import cuvil_ref as cuvil
+
+    cm = cuvil.torch.compile(
+        _WhereScalars().eval(), example_inputs=(MASK,), capture="fx", cache=False
+    )
+    torch.testing.assert_close(cm(MASK), torch.where(MASK, 0.5, 2.0))

@@ -60,3 +60,22 @@ def test_sort_and_topk() -> None:
     matches_eager(lambda x: torch.argsort(x, dim=0, stable=True), X.round())
     matches_eager(lambda x: torch.topk(x, 2, dim=1), X)
     matches_eager(lambda x: torch.topk(x, 3, largest=False), X)
+
+
+class _Var(torch.nn.Module):
+    def __init__(self, std: bool) -> None:
+        super().__init__()
+        self.std = std
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        op = torch.std if self.std else torch.var
+        return op(x, dim=1, correction=1.3)
+
+
+@pytest.mark.parametrize("std", [False, True])
+def test_fractional_correction_under_fx_capture_too(std: bool) -> None:
+    import cuvil_ref as cuvil
+
+    cm = cuvil.torch.compile(_Var(std).eval(), example_inputs=(X,), capture="fx", cache=False)
+    op = torch.std if std else torch.var
+    torch.testing.assert_close(cm(X), op(X, dim=1, correction=1.3))

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import cuvil_ref as cuvil
+from cuvil_ref.errors import CuvilError
 from tests.frontend.aten._compare import matches_eager
 
 X = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)
@@ -48,3 +49,23 @@ def test_copy_broadcasts_and_casts_into_self() -> None:
         return y
 
     matches_eager(fn, X, torch.arange(4, dtype=torch.float32) * 1.5)
+
+
+class _NarrowAt(torch.nn.Module):
+    def forward(self, x: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
+        return torch.narrow(x, 1, start, 2)
+
+
+@pytest.mark.parametrize("start", [0, 1, -2])
+def test_narrow_with_a_tensor_start_runs_with_the_default_capture(start: int) -> None:
+    # torch.export refuses a tensor start (an unbacked size); capture='auto' falls back to fx,
+    # where the window is an index_select of arange(length) + start
+    cm = cuvil.torch.compile(_NarrowAt().eval(), example_inputs=(X, torch.tensor(0)), cache=False)
+    got = cm(X, torch.tensor(start))
+    torch.testing.assert_close(got, torch.narrow(X, 1, torch.tensor(start), 2))
+
+
+def test_narrow_past_the_end_is_an_error_at_run_time() -> None:
+    cm = cuvil.torch.compile(_NarrowAt().eval(), example_inputs=(X, torch.tensor(0)), cache=False)
+    with pytest.raises(CuvilError, match="out of range"):
+        cm(X, torch.tensor(2))

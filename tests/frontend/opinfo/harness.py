@@ -89,6 +89,9 @@ class SampleModule(torch.nn.Module):
         self.slots = tensor_slots
 
     def forward(self, *tensors: torch.Tensor) -> Any:
+        return self.call(tensors)
+
+    def call(self, tensors: tuple[torch.Tensor, ...]) -> Any:
         leaves = list(self.leaves)
         for slot, t in zip(self.slots, tensors):
             leaves[slot] = t
@@ -96,12 +99,43 @@ class SampleModule(torch.nn.Module):
         return self.fn(inp, *args, **kwargs)
 
 
+# Forwards with one named parameter per tensor, so that capture='auto' can fall back to
+# torch.fx (which cannot trace ``*tensors``) when torch.export refuses a sample.
+def _forward0(self: SampleModule) -> Any:
+    return self.call(())
+
+
+def _forward1(self: SampleModule, a: torch.Tensor) -> Any:
+    return self.call((a,))
+
+
+def _forward2(self: SampleModule, a: torch.Tensor, b: torch.Tensor) -> Any:
+    return self.call((a, b))
+
+
+def _forward3(self: SampleModule, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> Any:
+    return self.call((a, b, c))
+
+
+def _forward4(
+    self: SampleModule, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, d: torch.Tensor
+) -> Any:
+    return self.call((a, b, c, d))
+
+
+_FIXED_ARITY = {
+    n: type(f"SampleModule{n}", (SampleModule,), {"forward": f})
+    for n, f in enumerate((_forward0, _forward1, _forward2, _forward3, _forward4))
+}
+
+
 def _module(opinfo: Any, sample: Any) -> tuple[SampleModule, list[torch.Tensor]]:
     leaves, spec = pytree.tree_flatten((sample.input, tuple(sample.args), dict(sample.kwargs)))
     slots = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor)]
     tensors = [leaves[i] for i in slots]
     kept = [None if i in slots else x for i, x in enumerate(leaves)]
-    return SampleModule(opinfo.op, kept, spec, slots).eval(), tensors
+    cls = _FIXED_ARITY.get(len(tensors), SampleModule)
+    return cls(opinfo.op, kept, spec, slots).eval(), tensors
 
 
 class _Timeout(Exception):
