@@ -138,11 +138,28 @@ def _reference(*arrays: Any) -> None:
         np.copyto(out, ref(*ins, **attrs), casting="unsafe")
 
 
+NUMERIC = ANY - {"bool"}
+
+#: Reductions: the reference (numpy's own reductions, float sums in float64 as the interpreter
+#: specifies), so a model's softmax-free statistics stay inside the cpu partition.
+REDUCTIONS = ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "var", "std")
+
+
+def lower_reduction(node: Node, cx: LowerContext) -> None:
+    names = [cx.logical(v) for v in node.inputs]
+    out = cx.output(node.outputs[0])
+    ref = get_op(node.op).reference
+    cx.add(_reference, names, [out.name], algo="numpy-ref", static=(ref, dict(node.attrs)))
+
+
 ENTRIES: dict[str, tuple[Any, ...]] = {
-    **{op: (lower, FLOAT, None) for op in BINARY_UFUNC},
+    **{op: (lower, NUMERIC, None) for op in BINARY_UFUNC},
     **{op: (lower, ANY, None) for op in COMPARE_UFUNC},
-    **{op: (lower, FLOAT, None) for op in CLAMPS},
+    **{op: (lower, NUMERIC, None) for op in CLAMPS},
     "where": (lower, frozenset({"bool"}), None),
-    **{op: (lower, ANY if op.startswith("logical") or op == "cast" else FLOAT, check)
+    **{op: (lower, ANY if op.startswith("logical") or op == "cast" else
+            NUMERIC if op in ("neg", "abs") else FLOAT, check)
        for op in REFERENCE_OPS},
+    "fused_elementwise": (lower, ANY, None),
+    **{op: (lower_reduction, ANY, None) for op in REDUCTIONS},
 }  # fmt: skip
