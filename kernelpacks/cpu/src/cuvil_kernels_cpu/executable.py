@@ -117,6 +117,9 @@ class CpuExecutable(Executable):
         inst = comp.acquire()
         t1 = time.perf_counter()
         _compile_kernels(program, inst)
+        from cuvil_kernels_cpu.kernels import threads
+
+        threads.warm(self.threads)
         t2 = time.perf_counter()
         comp.release(inst)
         self.compile_stats["lower_seconds"] += t1 - t0

@@ -78,7 +78,7 @@ def lower(node: Node, cx: LowerContext) -> None:
     shape = {"n": n, "c": c, "h": cx.bufs[xin].shape[1], "w": cx.bufs[xin].shape[2],
              "o": o, "oh": oh, "ow": ow, "k": kh}  # fmt: skip
     choice = algo.choose_conv(
-        shape, direct, _winograd_ok(kh, kw, stride, dilation, groups), cx.options
+        shape, direct, _winograd_ok(kh, kw, stride, dilation, groups, c), cx.options
     )
     cx.choose(choice)
     if choice["algorithm"] == "winograd":
@@ -99,8 +99,11 @@ def lower(node: Node, cx: LowerContext) -> None:
     finish()
 
 
-def _winograd_ok(kh: int, kw: int, stride: tuple, dilation: tuple, groups: int) -> bool:
-    return (kh, kw) == (3, 3) and stride == (1, 1) and dilation == (1, 1) and groups == 1
+def _winograd_ok(kh: int, kw: int, stride: tuple, dilation: tuple, groups: int, c: int) -> bool:
+    from cuvil_kernels_cpu.kernels.winograd import MIN_CHANNELS
+
+    square = (kh, kw) == (3, 3) and stride == (1, 1) and dilation == (1, 1)
+    return square and groups == 1 and c >= MIN_CHANNELS
 
 
 def _bias(bias: np.ndarray | None, o: int) -> np.ndarray:
