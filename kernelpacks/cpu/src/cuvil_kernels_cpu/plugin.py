@@ -28,8 +28,8 @@ NAME = "cpu"
 OPTIONS = (
     OptionSpec(
         "threads", int, 0,
-        "threads per inference for the parallel kernels (0 = every core Numba may use; "
-        "NUMBA_NUM_THREADS caps it). 1 runs each inference on its caller's thread only",
+        "threads per inference (0 = every core the process may use); 1 runs each inference on "
+        "its caller's thread only, so concurrent callers scale across cores",
         minimum=0, maximum=1024,
     ),
     OptionSpec(

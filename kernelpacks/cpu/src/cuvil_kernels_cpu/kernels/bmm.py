@@ -9,9 +9,9 @@ output column (``fused_matmul``'s ``[N]`` bias), ``res`` an optional residual ``
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
 from cuvil_kernels_cpu.kernels import mathf
+from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.gemm import _finish_tile, _store_edge
 from cuvil_kernels_cpu.kernels.isa import MR, NR, kernel
 from cuvil_kernels_cpu.kernels.microkernel import RES_BEFORE, tile_f32
@@ -25,11 +25,15 @@ def packed_rhs_shape(batch: int, k: int, n: int) -> tuple[int, int, int, int]:
 
 
 @kernel
-def pack_rhs(b, packed):  # type: ignore[no-untyped-def]
+def pack_rhs(b, packed, work):  # type: ignore[no-untyped-def]
     """``b`` [B, K, N] -> ``packed`` [B, NP, K, NR] (columns past N are zeros)."""
     nb, k, n = b.shape
     npanels = packed.shape[1]
-    for item in prange(nb * npanels):
+    n_items = nb * npanels
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
         bi = item // npanels
         p = item % npanels
         c0 = p * NR
@@ -42,7 +46,7 @@ def pack_rhs(b, packed):  # type: ignore[no-untyped-def]
 
 
 @kernel
-def bmm(a, packed, bias, res, out, lo, hi, act, res_mode, mb):  # type: ignore[no-untyped-def]
+def bmm(a, packed, bias, res, out, lo, hi, act, res_mode, mb, work):  # type: ignore[no-untyped-def]
     """out[b] = epilogue(a[b] @ B[b] + bias) for ``a`` [B, M, K] and packed B; ``bias`` is
     padded to ``NP * NR``; ``res`` [B, M, N] or unused (``res_mode`` 0)."""
     nb, m, k = a.shape
@@ -56,7 +60,11 @@ def bmm(a, packed, bias, res, out, lo, hi, act, res_mode, mb):  # type: ignore[n
     if post:
         kflags = RES_BEFORE if res_mode == RES_BEFORE else 0
         klo, khi = _NEG_INF, _POS_INF
-    for item in prange(nb * n_mb * npanels):
+    n_items = nb * n_mb * npanels
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
         bi = item // (n_mb * npanels)
         rest = item % (n_mb * npanels)
         bm = rest // npanels

@@ -11,9 +11,9 @@ rows ``(n, oh)`` are the parallel items.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
 from cuvil_kernels_cpu.kernels import mathf
+from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import kernel
 from cuvil_kernels_cpu.kernels.microkernel import RES_AFTER, RES_BEFORE
 
@@ -24,14 +24,18 @@ def pack_depthwise(weight: np.ndarray) -> np.ndarray:
 
 
 @kernel
-def depthwise(x, w, bias, res, out, geom, lo, hi, act, res_mode):  # type: ignore[no-untyped-def]
+def depthwise(x, w, bias, res, out, geom, lo, hi, act, res_mode, work):  # type: ignore[no-untyped-def]
     """out[n, p, q, c] = epilogue(bias[c] + sum_{i,j} x[n, p*sh - pt + i*dh, q*sw - pl + j*dw, c]
     * w[i, j, c]) over the taps inside x; ``geom`` = (KH, KW, sh, sw, pt, pl, dh, dw)."""
     n, oh, ow, c = out.shape
     h, wd = x.shape[1], x.shape[2]
     kh, kw, sh, sw = geom[0], geom[1], geom[2], geom[3]
     pt, pl, dh, dw = geom[4], geom[5], geom[6], geom[7]
-    for item in prange(n * oh):
+    n_items = n * oh
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
         b = item // oh
         p = item % oh
         acc = np.empty(c, np.float32)

@@ -19,9 +19,9 @@ computed into a small buffer and copied with the same epilogue.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
 from cuvil_kernels_cpu.kernels import mathf
+from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import MR, NR, kernel, serial_kernel
 from cuvil_kernels_cpu.kernels.microkernel import RES_AFTER, RES_BEFORE, tile_f32
 
@@ -138,7 +138,7 @@ def _store_edge(tmp, out2, row0, nrows, col0, ncols, res2, lo, hi, act, res_mode
 
 
 @kernel
-def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg):  # type: ignore[no-untyped-def]
+def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg, work):  # type: ignore[no-untyped-def]
     """out[N, OH, OW, O] = epilogue(conv(x[N, H, W, C], weights) + bias) (module docstring).
 
     ``geom`` = (KH, KW, sh, sw, pt, pl, dh, dw); ``direct``: read A rows from ``x`` itself
@@ -166,7 +166,11 @@ def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg
         # a residual after it are applied over the stored tile.
         kflags = RES_BEFORE if res_mode == RES_BEFORE else 0
         klo, khi = _NEG_INF, _POS_INF
-    for item in prange(n_mb * n_pg * groups):
+    n_items = n_mb * n_pg * groups
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
         g = item // (n_mb * n_pg)
         rest = item % (n_mb * n_pg)
         bm = rest // n_pg

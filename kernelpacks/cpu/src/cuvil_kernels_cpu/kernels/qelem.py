@@ -11,20 +11,24 @@ Arrays arrive flattened (same-shape operands): the item loop is one long vectori
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
+from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import kernel
 
 _CHUNK = 1 << 14
 
 
 @kernel
-def quantize(x, out, scale, zp, qmin, qmax):  # type: ignore[no-untyped-def]
+def quantize(x, out, scale, zp, qmin, qmax, work):  # type: ignore[no-untyped-def]
     """out = clamp(rint(x / scale) + zp, qmin, qmax) as int8 (NaN -> zp)."""
     n = x.size
     lo = np.float32(qmin - zp)
     hi = np.float32(qmax - zp)
-    for c in prange((n + _CHUNK - 1) // _CHUNK):
+    n_items = (n + _CHUNK - 1) // _CHUNK
+    while True:
+        c = grab(work)
+        if c >= n_items:
+            break
         for i in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
             t = np.rint(np.float32(x[i]) / scale)
             t = lo if t < lo else t
@@ -34,20 +38,28 @@ def quantize(x, out, scale, zp, qmin, qmax):  # type: ignore[no-untyped-def]
 
 
 @kernel
-def dequantize(q, out, scale, zp):  # type: ignore[no-untyped-def]
+def dequantize(q, out, scale, zp, work):  # type: ignore[no-untyped-def]
     """out = f32(q - zp) * scale (one float32 multiply)."""
     n = q.size
-    for c in prange((n + _CHUNK - 1) // _CHUNK):
+    n_items = (n + _CHUNK - 1) // _CHUNK
+    while True:
+        c = grab(work)
+        if c >= n_items:
+            break
         for i in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
             out[i] = np.float32(np.int32(q[i]) - zp) * scale
 
 
 @kernel
-def requantize(x, out, x_zp, mult, shift, out_zp, qmin, qmax):  # type: ignore[no-untyped-def]
+def requantize(x, out, x_zp, mult, shift, out_zp, qmin, qmax, work):  # type: ignore[no-untyped-def]
     """out = clamp(out_zp + rescale(x - x_zp, M, shift), qmin, qmax), per tensor."""
     n = x.size
     rounding = np.int64(1) << (shift - 1)
-    for c in prange((n + _CHUNK - 1) // _CHUNK):
+    n_items = (n + _CHUNK - 1) // _CHUNK
+    while True:
+        c = grab(work)
+        if c >= n_items:
+            break
         for i in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
             acc = np.int64(x[i]) - x_zp
             v = out_zp + ((acc * mult + rounding) >> shift)
@@ -55,11 +67,15 @@ def requantize(x, out, x_zp, mult, shift, out_zp, qmin, qmax):  # type: ignore[n
 
 
 @kernel
-def qadd(a, b, out, a_zp, b_zp, m_a, m_b, shift, out_zp, qmin, qmax):  # type: ignore[no-untyped-def]
+def qadd(a, b, out, a_zp, b_zp, m_a, m_b, shift, out_zp, qmin, qmax, work):  # type: ignore[no-untyped-def]
     """out = clamp(out_zp + (((a - a_zp) M_a + (b - b_zp) M_b + 2**(shift-1)) >> shift))."""
     n = a.size
     rounding = np.int64(1) << (shift - 1)
-    for c in prange((n + _CHUNK - 1) // _CHUNK):
+    n_items = (n + _CHUNK - 1) // _CHUNK
+    while True:
+        c = grab(work)
+        if c >= n_items:
+            break
         for i in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
             acc = (np.int64(a[i]) - a_zp) * m_a + (np.int64(b[i]) - b_zp) * m_b
             v = out_zp + ((acc + rounding) >> shift)
@@ -67,11 +83,15 @@ def qadd(a, b, out, a_zp, b_zp, m_a, m_b, shift, out_zp, qmin, qmax):  # type: i
 
 
 @kernel
-def qmul(a, b, out, a_zp, b_zp, mult, shift, out_zp, qmin, qmax):  # type: ignore[no-untyped-def]
+def qmul(a, b, out, a_zp, b_zp, mult, shift, out_zp, qmin, qmax, work):  # type: ignore[no-untyped-def]
     """out = clamp(out_zp + rescale((a - a_zp)(b - b_zp), M, shift), qmin, qmax)."""
     n = a.size
     rounding = np.int64(1) << (shift - 1)
-    for c in prange((n + _CHUNK - 1) // _CHUNK):
+    n_items = (n + _CHUNK - 1) // _CHUNK
+    while True:
+        c = grab(work)
+        if c >= n_items:
+            break
         for i in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
             acc = (np.int64(a[i]) - a_zp) * (np.int64(b[i]) - b_zp)
             v = out_zp + ((acc * mult + rounding) >> shift)
@@ -79,12 +99,16 @@ def qmul(a, b, out, a_zp, b_zp, mult, shift, out_zp, qmin, qmax):  # type: ignor
 
 
 @kernel
-def qavg_pool(x, rows, cols, mult, shift, out, x_zp, out_zp, qmin, qmax):  # type: ignore[no-untyped-def]
+def qavg_pool(x, rows, cols, mult, shift, out, x_zp, out_zp, qmin, qmax, work):  # type: ignore[no-untyped-def]
     """int8 average pool over NHWC: ``rows``/``cols`` are (start, end, count) per output index;
     acc = sum over the window of (x - x_zp), n = count_r * count_c, then the requantization
     with table entry ``n - 1``."""
     n, oh, ow, c = out.shape
-    for item in prange(n * oh):
+    n_items = n * oh
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
         b = item // oh
         p = item % oh
         acc = np.empty(c, np.int64)

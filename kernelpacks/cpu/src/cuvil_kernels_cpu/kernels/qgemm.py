@@ -18,8 +18,8 @@ with ``corr[o] = bias[o] - (128 + x_zp) * sum_k w[o, k]`` precomputed in int64.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
+from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import MR_I8, NR_I8, kernel, serial_kernel
 from cuvil_kernels_cpu.kernels.microkernel import tile_u8s8
 
@@ -92,7 +92,7 @@ def _gather_u8(x, a, r0, rows, g, cg, geom, oh, ow, pad):  # type: ignore[no-unt
 
 
 @kernel
-def qconv_gemm(x, wp, corr, mult, shift, out, geom, out_zp, qmin, qmax, pad, mb, pg):  # type: ignore[no-untyped-def]
+def qconv_gemm(x, wp, corr, mult, shift, out, geom, out_zp, qmin, qmax, pad, mb, pg, work):  # type: ignore[no-untyped-def]
     """out[N, OH, OW, O] (int8) = requant(qconv(x[N, H, W, C] int8)) -- module docstring.
 
     ``pad`` = x_zp + 128 (the byte padding taps hold); ``mult``/``shift`` int64 per channel."""
@@ -106,7 +106,11 @@ def qconv_gemm(x, wp, corr, mult, shift, out, geom, out_zp, qmin, qmax, pad, mb,
     n_mb = (tiles + mb - 1) // mb
     n_pg = (npanels + pg - 1) // pg
     kb = k4 * 4
-    for item in prange(groups * n_mb * n_pg):
+    n_items = groups * n_mb * n_pg
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
         g = item // (n_mb * n_pg)
         rest = item % (n_mb * n_pg)
         bm = rest // n_pg
@@ -138,14 +142,18 @@ def qconv_gemm(x, wp, corr, mult, shift, out, geom, out_zp, qmin, qmax, pad, mb,
 
 
 @kernel
-def qdepthwise(x, w, bias, mult, shift, out, geom, x_zp, out_zp, qmin, qmax):  # type: ignore[no-untyped-def]
+def qdepthwise(x, w, bias, mult, shift, out, geom, x_zp, out_zp, qmin, qmax, work):  # type: ignore[no-untyped-def]
     """Depthwise int8 conv: acc[c] = bias[c] + sum over taps inside x of (x - x_zp) * w[i, j, c]
     in int32 (padding contributes 0), then the per-channel requantization."""
     n, oh, ow, c = out.shape
     h, wd = x.shape[1], x.shape[2]
     kh, kw, sh, sw = geom[0], geom[1], geom[2], geom[3]
     pt, pl, dh, dw = geom[4], geom[5], geom[6], geom[7]
-    for item in prange(n * oh):
+    n_items = n * oh
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
         b = item // oh
         p = item % oh
         acc = np.empty(c, np.int32)

@@ -21,9 +21,9 @@ figures.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
 from cuvil_kernels_cpu.kernels import mathf
+from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import MR, NR, kernel
 from cuvil_kernels_cpu.kernels.microkernel import RES_AFTER, RES_BEFORE, tile_f32
 
@@ -88,7 +88,7 @@ def chunk_tiles(c: int, o: int, tiles: int, threads: int) -> int:
 
 
 @kernel
-def winograd_conv(x, u, bias, res, out, pads, lo, hi, act, res_mode, tb):  # type: ignore[no-untyped-def]
+def winograd_conv(x, u, bias, res, out, pads, lo, hi, act, res_mode, tb, work):  # type: ignore[no-untyped-def]
     """out[N, OH, OW, O] = epilogue(conv3x3(x[N, H, W, C]) + bias), stride 1, ``pads`` = (pt, pl).
 
     ``u`` is :func:`transform_weights`' packing; ``tb`` tiles per item (a multiple of MR)."""
@@ -102,7 +102,11 @@ def winograd_conv(x, u, bias, res, out, pads, lo, hi, act, res_mode, tb):  # typ
     tiles = n * th * tw
     chunks = (tiles + tb - 1) // tb
     zb = _ZERO_BIAS.ctypes.data
-    for item in prange(chunks):
+    n_items = chunks
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
         t0 = item * tb
         nt = min(tb, tiles - t0)
         v = np.zeros((ALPHA * ALPHA, tb, c), np.float32)
