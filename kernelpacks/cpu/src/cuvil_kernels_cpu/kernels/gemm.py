@@ -31,9 +31,8 @@ RES_NONE = 0
 _NEG_INF = np.float32(-np.inf)
 _POS_INF = np.float32(np.inf)
 
-#: Bytes an item's A block and B panels may use (they should stay in the 2 MB L2 together).
-A_BLOCK_BYTES = 192 * 1024
-B_GROUP_BYTES = 768 * 1024
+#: Bytes an item's A block, and its group of B panels, may use (each should stay in L2).
+L2_BLOCK = 1 << 20
 
 
 def pack_weights(w_kn: np.ndarray, groups: int = 1) -> np.ndarray:
@@ -64,50 +63,119 @@ def conv_weight_kn(weight: np.ndarray, groups: int) -> np.ndarray:
     return np.ascontiguousarray(w.transpose(0, 3, 4, 2, 1)).reshape(groups, kh * kw * cg, -1)
 
 
-def plan_items(m: int, k: int, npanels: int, threads: int) -> tuple[int, int]:
-    """(row tiles per item, panels per item): blocks that fit L2, and enough items to share
-    among ``threads`` (more than one item per thread evens out the tail)."""
-    tiles = -(-m // MR)
-    mb = max(1, min(tiles, A_BLOCK_BYTES // max(1, MR * k * 4)))
-    pg = max(1, min(npanels, B_GROUP_BYTES // max(1, k * NR * 4)))
-    want = 1 if threads <= 1 else 3 * threads
-    while -(-tiles // mb) * -(-npanels // pg) < want and (mb > 1 or pg > 1):
-        if mb > 1 and (mb >= 4 or pg == 1):
-            mb = (mb + 1) // 2
-        else:
-            pg = (pg + 1) // 2
-    return mb, pg
+def plan_items(m: int, k: int, npanels: int, threads: int, elem: int = 4,
+               nr: int = NR, mr: int = MR) -> tuple[int, int]:  # fmt: skip
+    """(row tiles per item, panels per item) that minimize memory traffic.
+
+    An item reads its A block once per panel group and its B panels once per row block, so the
+    traffic is ``n_row_blocks * |B| + n_panel_groups * |A|``; blocks must fit L2 (about 1 MB
+    each) and there must be work for every thread (two items per thread when there are
+    several, so a late thread finds some left). ``elem``: bytes per element (1 for int8)."""
+    tiles = -(-m // mr)
+    a_bytes, b_bytes = m * k * elem, k * npanels * nr * elem
+    want = 1 if threads <= 1 else 2 * threads
+    mb_max = max(1, L2_BLOCK // max(1, mr * k * elem))
+    best: tuple[float, int, int] | None = None
+    for n_pg in range(1, npanels + 1):
+        pg = -(-npanels // n_pg)
+        n_pg = -(-npanels // pg)
+        if pg > 1 and pg * k * nr * elem > L2_BLOCK:
+            continue
+        n_mb = -(-tiles // mb_max)
+        if n_mb * n_pg < want:
+            n_mb = min(tiles, -(-want // n_pg))
+        mb = -(-tiles // n_mb)
+        n_mb = -(-tiles // mb)
+        cost = n_mb * b_bytes + n_pg * a_bytes + (0 if n_mb * n_pg >= want else 1e18)
+        if best is None or cost < best[0]:
+            best = (cost, mb, pg)
+    assert best is not None
+    return best[1], best[2]
+
+
+@kernel
+def pad_nhwc(x, out, pt, pl, work):  # type: ignore[no-untyped-def]
+    """out = x zero-padded by ``pt`` rows on top and ``pl`` columns on the left (and up to out's
+    size at the bottom and right), NHWC; rows (n, y) of out are the items."""
+    n, hp, wp, c = out.shape
+    h, w = x.shape[1], x.shape[2]
+    n_items = n * hp
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
+        b = item // hp
+        y = item % hp
+        iy = y - pt
+        for xx in range(wp):
+            ix = xx - pl
+            if 0 <= iy < h and 0 <= ix < w:
+                for ch in range(c):
+                    out[b, y, xx, ch] = x[b, iy, ix, ch]
+            else:
+                for ch in range(c):
+                    out[b, y, xx, ch] = 0.0
+
+
+@kernel
+def im2col(x, cols, geom, oh, ow, work):  # type: ignore[no-untyped-def]
+    """cols[M, K] = the im2col rows of x (one group), in blocks of 64 rows (the items)."""
+    m = cols.shape[0]
+    n_items = (m + 63) // 64
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
+        r0 = item * 64
+        _gather_rows(x, cols[r0 : min(m, r0 + 64)], r0, min(64, m - r0), 0, geom, oh, ow)
 
 
 @serial_kernel
 def _gather_rows(x, a, r0, rows, g, geom, oh, ow):  # type: ignore[no-untyped-def]
-    """im2col rows ``r0 .. r0 + rows`` of group ``g`` into ``a`` (zeros for padding)."""
+    """im2col rows ``r0 .. r0 + rows`` of group ``g`` into ``a`` (zeros for padding; rows
+    past ``rows`` zeroed). A kernel row whose taps all lie inside ``x`` is one contiguous copy
+    of ``KW * Cg`` values when dilation is 1 and there is one group (flat indices throughout,
+    so the copies vectorize)."""
     kh, kw, sh, sw = geom[0], geom[1], geom[2], geom[3]
     pt, pl, dh, dw = geom[4], geom[5], geom[6], geom[7]
-    h, w = x.shape[1], x.shape[2]
-    cg = a.shape[1] // (kh * kw)
+    h, w, ctot = x.shape[1], x.shape[2], x.shape[3]
+    kk = a.shape[1]
+    cg = kk // (kh * kw)
     c0 = g * cg
+    run = kw * cg
+    contiguous = dw == 1 and cg == ctot
+    xf = x.reshape(x.size)
+    af = a.reshape(a.size)
     for r in range(rows):
         q = r0 + r
         n = q // (oh * ow)
         p = q % (oh * ow)
         y0 = (p // ow) * sh - pt
         x0 = (p % ow) * sw - pl
-        col = 0
+        inside_x = x0 >= 0 and x0 + (kw - 1) * dw < w
         for i in range(kh):
             iy = y0 + i * dh
-            for j in range(kw):
-                ix = x0 + j * dw
-                if 0 <= iy < h and 0 <= ix < w:
-                    for c in range(cg):
-                        a[r, col + c] = x[n, iy, ix, c0 + c]
-                else:
-                    for c in range(cg):
-                        a[r, col + c] = 0.0
-                col += cg
-    for r in range(rows, a.shape[0]):
-        for c in range(a.shape[1]):
-            a[r, c] = 0.0
+            dst = r * kk + i * run
+            if iy < 0 or iy >= h:
+                for c in range(run):
+                    af[dst + c] = 0.0
+            elif inside_x and contiguous:
+                src = ((n * h + iy) * w + x0) * ctot
+                for c in range(run):
+                    af[dst + c] = xf[src + c]
+            else:
+                for j in range(kw):
+                    ix = x0 + j * dw
+                    d = dst + j * cg
+                    if 0 <= ix < w:
+                        src = ((n * h + iy) * w + ix) * ctot + c0
+                        for c in range(cg):
+                            af[d + c] = xf[src + c]
+                    else:
+                        for c in range(cg):
+                            af[d + c] = 0.0
+    for c in range(rows * kk, a.size):
+        af[c] = 0.0
 
 
 @serial_kernel

@@ -23,8 +23,6 @@ from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import MR_I8, NR_I8, kernel, serial_kernel
 from cuvil_kernels_cpu.kernels.microkernel import tile_u8s8
 
-A_BLOCK_BYTES = 128 * 1024
-
 
 def pack_weights(w_kn: np.ndarray) -> np.ndarray:
     """int8 ``[G, K, Og]`` -> ``[G, NP, K4, NR_I8, 4]`` (zero-padded in K and columns)."""
@@ -46,16 +44,10 @@ def correction(w_kn: np.ndarray, bias: np.ndarray | None, x_zp: int) -> np.ndarr
 
 
 def plan_items(m: int, k: int, npanels: int, threads: int) -> tuple[int, int]:
-    tiles = -(-m // MR_I8)
-    mb = max(1, min(tiles, A_BLOCK_BYTES // max(1, MR_I8 * k)))
-    pg = npanels
-    want = 1 if threads <= 1 else 3 * threads
-    while -(-tiles // mb) * -(-npanels // pg) < want and (mb > 1 or pg > 1):
-        if mb > 1 and (mb >= 4 or pg == 1):
-            mb = (mb + 1) // 2
-        else:
-            pg = (pg + 1) // 2
-    return mb, pg
+    """As :func:`cuvil_kernels_cpu.kernels.gemm.plan_items`, for bytes and the int8 tile."""
+    from cuvil_kernels_cpu.kernels.gemm import plan_items as plan
+
+    return plan(m, k, npanels, threads, elem=1, nr=NR_I8, mr=MR_I8)
 
 
 @serial_kernel

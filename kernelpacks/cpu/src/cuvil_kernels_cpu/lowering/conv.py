@@ -24,6 +24,10 @@ from cuvil_kernels_cpu.lowering.common import epilogue_check, epilogue_of, geome
 from cuvil_kernels_cpu.lowering.context import LowerContext
 from cuvil_ref.ir.graph import Graph, Node
 
+#: Largest im2col matrix gathered once into a scratch buffer (then read by every panel group).
+MATERIALIZE_BYTES = 32 << 20
+_GEOM_1X1 = np.array([1, 1, 1, 1, 0, 0, 1, 1], np.int64)
+
 
 def check(node: Node, graph: Graph) -> str | None:
     reason = epilogue_check(node) or same_dtypes(node)
@@ -93,7 +97,17 @@ def lower(node: Node, cx: LowerContext) -> None:
     )  # fmt: skip
     bb = _packed(cx, f"{w.name}.bias", f"gemmb{groups}",
                  lambda: gemm.pack_bias(bias, groups, o // groups))  # fmt: skip
-    mb, pg = gemm.plan_items(m, cg * kh * kw, cx.bufs[wpk].shape[1] * groups, threads)
+    k = cg * kh * kw
+    npanels = cx.bufs[wpk].shape[1]
+    mb, pg = gemm.plan_items(m, k, npanels * groups, threads)
+    if not direct and groups == 1 and pg < npanels and m * k * 4 <= MATERIALIZE_BYTES:
+        # Several panel groups would each gather the same rows: gather them once instead.
+        cols = cx.fresh(f"{node.outputs[0].name}.cols")
+        cx.new(cols, (1, 1, m, k), np.float32)
+        cx.add(gemm.im2col, [xin], [cx.reshaped(cols, (m, k))], algo="im2col-gather",
+               static=(geom, oh, ow))  # fmt: skip
+        xin, geom, direct = cols, _GEOM_1X1, True
+        cx.choices[node.outputs[0].name]["gathered_once"] = True
     cx.add(gemm.conv_gemm, [xin, wpk, bb, res], [dst], algo=choice["algorithm"],
            static=(geom, lo, hi, act, res_mode, direct, mb, pg), flops=flops)  # fmt: skip
     finish()
