@@ -101,7 +101,10 @@ def cuvil_program(model: Any, args: tuple[Any, ...], threads: int, **kw: Any) ->
 
     capture = "export" if type(model).__name__ == "BertModel" else "fx"
     module = torch_to_cuvilir(model, example_inputs=args, capture=capture)
-    return compile_module(module, "cpu", opt_level=3, options={"threads": threads}, **kw)
+    opts: dict[str, Any] = {"threads": threads}
+    if os.environ.get("CUVIL_CPU_CONV_ALGORITHM"):  # e.g. to compare forced algorithms
+        opts["conv_algorithm"] = os.environ["CUVIL_CPU_CONV_ALGORITHM"]
+    return compile_module(module, "cpu", opt_level=3, options=opts, **kw)
 
 
 def interleaved(

@@ -34,9 +34,9 @@ OPTIONS = (
     ),
     OptionSpec(
         "conv_algorithm", str, "auto",
-        "3x3 convolution algorithm: auto (cost model), measure (time the candidates once per "
-        "shape, cached on disk), im2col, winograd (where legal)",
-        choices=("auto", "measure", "im2col", "winograd"),
+        "convolution algorithm: auto (cost model), measure (time the candidates once per "
+        "shape, cached on disk), or force im2col, direct or winograd (where legal)",
+        choices=("auto", "measure", "im2col", "direct", "winograd"),
     ),
     OptionSpec(
         "low_precision", bool, True,

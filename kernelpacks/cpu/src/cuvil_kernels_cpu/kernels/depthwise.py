@@ -15,7 +15,6 @@ import numpy as np
 from cuvil_kernels_cpu.kernels import mathf
 from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import kernel
-from cuvil_kernels_cpu.kernels.microkernel import RES_AFTER, RES_BEFORE
 
 
 def pack_depthwise(weight: np.ndarray) -> np.ndarray:
@@ -52,12 +51,6 @@ def depthwise(x, w, bias, res, out, geom, lo, hi, act, res_mode, work):  # type:
                         continue
                     for ch in range(c):
                         acc[ch] += x[b, iy, ix, ch] * w[i, j, ch]
-            for ch in range(c):
-                v = acc[ch] + bias[ch]
-                if res_mode == RES_BEFORE:
-                    v += res[b, p, q, ch]
-                v = mathf.clamp_f32(v, lo, hi)
-                v = mathf.activate(v, act)
-                if res_mode == RES_AFTER:
-                    v += res[b, p, q, ch]
-                out[b, p, q, ch] = v
+            dst = out[b, p, q]
+            r = res[b, p, q] if res_mode != 0 else dst
+            mathf.epilogue_row(acc, bias, r, dst, lo, hi, act, res_mode)

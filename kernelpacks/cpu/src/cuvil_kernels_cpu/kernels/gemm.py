@@ -23,7 +23,14 @@ import numpy as np
 from cuvil_kernels_cpu.kernels import mathf
 from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import MR, NR, kernel, serial_kernel
-from cuvil_kernels_cpu.kernels.microkernel import RES_AFTER, RES_BEFORE, tile_f32
+from cuvil_kernels_cpu.kernels.microkernel import (
+    RES_AFTER,
+    RES_BEFORE,
+    tile_f32_1,
+    tile_f32_2,
+    tile_f32_3,
+    tile_f32_4,
+)
 
 #: res_mode values
 RES_NONE = 0
@@ -72,6 +79,8 @@ def plan_items(m: int, k: int, npanels: int, threads: int, elem: int = 4,
     each) and there must be work for every thread (two items per thread when there are
     several, so a late thread finds some left). ``elem``: bytes per element (1 for int8)."""
     tiles = -(-m // mr)
+    if tiles == 0 or npanels == 0:
+        return 1, max(1, npanels)
     a_bytes, b_bytes = m * k * elem, k * npanels * nr * elem
     want = 1 if threads <= 1 else 2 * threads
     mb_max = max(1, L2_BLOCK // max(1, mr * k * elem))
@@ -179,30 +188,36 @@ def _gather_rows(x, a, r0, rows, g, geom, oh, ow):  # type: ignore[no-untyped-de
 
 
 @serial_kernel
+def tile_nv(nv, a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init):  # type: ignore[no-untyped-def]
+    """The register tile with ``nv`` column vectors (a narrower last panel: 16, 32, 48)."""
+    if nv >= 4:
+        tile_f32_4(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+    elif nv == 3:
+        tile_f32_3(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+    elif nv == 2:
+        tile_f32_2(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+    else:
+        tile_f32_1(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+
+
+@serial_kernel
 def _finish_tile(out2, row0, nrows, col0, ncols, res2, act, res_mode):  # type: ignore[no-untyped-def]
     """The non-clamp activation (and a residual added after it) over a stored tile."""
     for i in range(nrows):
-        for j in range(ncols):
-            v = mathf.activate(out2[row0 + i, col0 + j], act)
-            if res_mode == RES_AFTER:
-                v += res2[row0 + i, col0 + j]
-            out2[row0 + i, col0 + j] = v
+        row = out2[row0 + i, col0 : col0 + ncols]
+        r = res2[row0 + i, col0 : col0 + ncols] if res_mode == RES_AFTER else row
+        mathf.activate_row(row, r, row, act, res_mode == RES_AFTER)
 
 
 @serial_kernel
 def _store_edge(tmp, out2, row0, nrows, col0, ncols, res2, lo, hi, act, res_mode):  # type: ignore[no-untyped-def]
     """Copy the valid part of a tile computed into ``tmp`` (bias already added) with the
     epilogue: residual, clamp or activation, residual, in the order of ``res_mode``."""
+    zero = np.zeros(ncols, np.float32)
     for i in range(nrows):
-        for j in range(ncols):
-            v = tmp[i, j]
-            if res_mode == RES_BEFORE:
-                v += res2[row0 + i, col0 + j]
-            v = mathf.clamp_f32(v, lo, hi)
-            v = mathf.activate(v, act)
-            if res_mode == RES_AFTER:
-                v += res2[row0 + i, col0 + j]
-            out2[row0 + i, col0 + j] = v
+        dst = out2[row0 + i, col0 : col0 + ncols]
+        r = res2[row0 + i, col0 : col0 + ncols] if res_mode != RES_NONE else dst
+        mathf.epilogue_row(tmp[i, :ncols], zero, r, dst, lo, hi, act, res_mode)
 
 
 @kernel
@@ -260,6 +275,7 @@ def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg
             ncols = min(NR, og - p * NR)
             b_addr = wp[g, p].ctypes.data
             bias_addr = bias.ctypes.data + (g * npanels + p) * NR * 4
+            nv = (ncols + 15) // 16
             for t in range(t1 - t0):
                 row0 = r0 + t * MR
                 nrows = min(MR, m - row0)
@@ -270,14 +286,14 @@ def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg
                         for c in range(k):
                             abuf[i, c] = x2[row0 + i, c] if i < nrows else 0.0
                     a_tile = abuf.ctypes.data
-                if nrows == MR and ncols == NR:
+                if nrows == MR and ncols == nv * 16:
                     c_addr = out_addr + (row0 * o + col0) * 4
                     r_addr = res_addr + (row0 * o + col0) * 4 if res_mode != RES_NONE else bias_addr
-                    tile_f32(a_tile, k, b_addr, NR, k, c_addr, o, bias_addr, r_addr, o,
-                             klo, khi, kflags)  # fmt: skip
+                    tile_nv(nv, a_tile, k, b_addr, NR, k, c_addr, o, bias_addr, r_addr, o,
+                            klo, khi, kflags, 0)  # fmt: skip
                     if post:
-                        _finish_tile(out2, row0, MR, col0, NR, res2, act, res_mode)
+                        _finish_tile(out2, row0, MR, col0, ncols, res2, act, res_mode)
                 else:
-                    tile_f32(a_tile, k, b_addr, NR, k, tmp.ctypes.data, NR, bias_addr, bias_addr, 0,
-                             _NEG_INF, _POS_INF, 0)  # fmt: skip
+                    tile_nv(nv, a_tile, k, b_addr, NR, k, tmp.ctypes.data, NR, bias_addr,
+                            bias_addr, 0, _NEG_INF, _POS_INF, 0, 0)  # fmt: skip
                     _store_edge(tmp, out2, row0, nrows, col0, ncols, res2, lo, hi, act, res_mode)

@@ -163,3 +163,53 @@ def clamp_f32(x: np.float32, lo: np.float32, hi: np.float32) -> np.float32:
     """min(max(x, lo), hi) with NaN propagating (as np.maximum/np.minimum)."""
     y = lo if x < lo else x
     return hi if y > hi else y
+
+
+@serial_kernel
+def activate_row(v, res, out, act, add_res):  # type: ignore[no-untyped-def]
+    """out[j] = act(v[j]) (+ res[j]), one loop per activation so each vectorizes."""
+    n = out.size
+    if act == ACT_GELU:
+        for j in range(n):
+            out[j] = gelu_f32(v[j])
+    elif act == ACT_SILU:
+        for j in range(n):
+            out[j] = silu_f32(v[j])
+    elif act == ACT_HARDSWISH:
+        for j in range(n):
+            out[j] = hardswish_f32(v[j])
+    elif act == ACT_SIGMOID:
+        for j in range(n):
+            out[j] = sigmoid_f32(v[j])
+    else:
+        for j in range(n):
+            out[j] = v[j]
+    if add_res:
+        for j in range(n):
+            out[j] = out[j] + res[j]
+
+
+@serial_kernel
+def epilogue_row(v, bias, res, out, lo, hi, act, res_mode):  # type: ignore[no-untyped-def]
+    """out[j] = the fused epilogue of v[j] + bias[j]: residual before (res_mode 1) or after
+    (2) the clamp ``lo``/``hi`` or the activation ``act``. Branches are hoisted out of the
+    loops (one loop per case) so LLVM vectorizes each."""
+    n = out.size
+    if act == ACT_NONE:
+        if res_mode == 1:
+            for j in range(n):
+                out[j] = clamp_f32((v[j] + bias[j]) + res[j], lo, hi)
+        elif res_mode == 2:
+            for j in range(n):
+                out[j] = clamp_f32(v[j] + bias[j], lo, hi) + res[j]
+        else:
+            for j in range(n):
+                out[j] = clamp_f32(v[j] + bias[j], lo, hi)
+        return
+    if res_mode == 1:
+        for j in range(n):
+            out[j] = (v[j] + bias[j]) + res[j]
+    else:
+        for j in range(n):
+            out[j] = v[j] + bias[j]
+    activate_row(out, res, out, act, res_mode == 2)

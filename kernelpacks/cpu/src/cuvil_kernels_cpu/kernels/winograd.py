@@ -25,7 +25,7 @@ import numpy as np
 from cuvil_kernels_cpu.kernels import mathf
 from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import MR, NR, kernel
-from cuvil_kernels_cpu.kernels.microkernel import RES_AFTER, RES_BEFORE, tile_f32
+from cuvil_kernels_cpu.kernels.microkernel import tile_f32
 
 M_OUT = 4
 ALPHA = 6
@@ -160,7 +160,7 @@ def winograd_conv(x, u, bias, res, out, pads, lo, hi, act, res_mode, tb, work): 
                     a_addr = v[xi].ctypes.data + rt * MR * c * 4
                     c_addr = mm[xi].ctypes.data + (rt * MR * opad + p * NR) * 4
                     tile_f32(a_addr, c, b_addr, NR, c, c_addr, opad, zb, zb, 0,
-                             _NEG_INF, _POS_INF, 0)  # fmt: skip
+                             _NEG_INF, _POS_INF, 0, 0)  # fmt: skip
         # 3. output transform, bias and epilogue: Y = A^T M A
         s = np.empty((M_OUT, ALPHA, o), np.float32)
         y = np.empty((M_OUT, o), np.float32)
@@ -192,12 +192,6 @@ def winograd_conv(x, u, bias, res, out, pads, lo, hi, act, res_mode, tb, work): 
                     y[3, oc] = (m1 - m2) + 8.0 * (m3 - m4) + m5
                 for bb in range(min(M_OUT, ow - ox0)):
                     ox = ox0 + bb
-                    for oc in range(o):
-                        acc = y[bb, oc] + bias[oc]
-                        if res_mode == RES_BEFORE:
-                            acc += res[b, oy, ox, oc]
-                        acc = mathf.clamp_f32(acc, lo, hi)
-                        acc = mathf.activate(acc, act)
-                        if res_mode == RES_AFTER:
-                            acc += res[b, oy, ox, oc]
-                        out[b, oy, ox, oc] = acc
+                    dst = out[b, oy, ox]
+                    r = res[b, oy, ox] if res_mode != 0 else dst
+                    mathf.epilogue_row(y[bb], bias, r, dst, lo, hi, act, res_mode)

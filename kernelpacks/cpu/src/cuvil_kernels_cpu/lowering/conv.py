@@ -20,7 +20,13 @@ from typing import Any
 import numpy as np
 
 from cuvil_kernels_cpu import algo
-from cuvil_kernels_cpu.lowering.common import epilogue_check, epilogue_of, geometry, same_dtypes
+from cuvil_kernels_cpu.lowering.common import (
+    epilogue_check,
+    epilogue_of,
+    geometry,
+    pads4,
+    same_dtypes,
+)
 from cuvil_kernels_cpu.lowering.context import LowerContext
 from cuvil_ref.ir.graph import Graph, Node
 
@@ -73,17 +79,34 @@ def lower(node: Node, cx: LowerContext) -> None:
     if groups == c and cg == 1 and o == c:
         wpk = _packed(cx, w.name, "dw", lambda: depthwise.pack_depthwise(weight))
         bb = _packed(cx, f"{w.name}.bias", "dwb", lambda: _bias(bias, o))
-        cx.add(depthwise.depthwise, [xin, wpk, bb, res], [dst], algo="depthwise",
-               static=(geom, lo, hi, act, res_mode), flops=flops)  # fmt: skip
-        cx.choose({"algorithm": "depthwise", "why": "one input channel per group"})
+        if c % 16 == 0:
+            from cuvil_kernels_cpu.kernels import depthwise_tiled, gemm
+
+            h, wd = cx.bufs[xin].shape[1], cx.bufs[xin].shape[2]
+            p4 = pads4(padding)
+            hp = max(h + p4[0] + p4[2], (oh - 1) * stride[0] + (kh - 1) * dilation[0] + 1)
+            wp_ = max(wd + p4[1] + p4[3], (ow - 1) * stride[1] + (kw - 1) * dilation[1] + 1)
+            xpad = cx.fresh(f"{node.outputs[0].name}.pad")
+            cx.new(xpad, (n, hp, wp_, c), np.float32)
+            cx.add(gemm.pad_nhwc, [xin], [xpad], algo="pad", static=(p4[0], p4[1]))
+            g6 = np.array([kh, kw, *stride, *dilation], np.int64)
+            cx.add(depthwise_tiled.depthwise_tiled, [xpad, wpk, bb, res], [dst],
+                   algo="depthwise", static=(g6, lo, hi, act, res_mode), flops=flops)  # fmt: skip
+            cx.choose({"algorithm": "depthwise", "why": "one input channel per group; "
+                       "register tile over 6 pixels x 64 channels"})  # fmt: skip
+        else:
+            cx.add(depthwise.depthwise, [xin, wpk, bb, res], [dst], algo="depthwise",
+                   static=(geom, lo, hi, act, res_mode), flops=flops)  # fmt: skip
+            cx.choose({"algorithm": "depthwise", "why": "one input channel per group"})
         finish()
         return
     direct = (kh, kw) == (1, 1) and stride == (1, 1) and max(padding) == 0 and groups == 1
-    shape = {"n": n, "c": c, "h": cx.bufs[xin].shape[1], "w": cx.bufs[xin].shape[2],
-             "o": o, "oh": oh, "ow": ow, "k": kh}  # fmt: skip
+    h, wd = cx.bufs[xin].shape[1], cx.bufs[xin].shape[2]
+    shape = {"n": n, "c": c, "h": h, "w": wd, "o": o, "oh": oh, "ow": ow, "k": kh}
     choice = algo.choose_conv(
-        shape, direct, _winograd_ok(kh, kw, stride, dilation, groups, c), cx.options
-    )
+        shape, direct, _winograd_ok(kh, kw, stride, dilation, groups, c), cx.options,
+        direct_ok=groups == 1 and dilation[1] == 1 and kh == kw,
+    )  # fmt: skip
     cx.choose(choice)
     if choice["algorithm"] == "winograd":
         from cuvil_kernels_cpu.lowering import winograd_conv
@@ -99,6 +122,20 @@ def lower(node: Node, cx: LowerContext) -> None:
                  lambda: gemm.pack_bias(bias, groups, o // groups))  # fmt: skip
     k = cg * kh * kw
     npanels = cx.bufs[wpk].shape[1]
+    if choice["algorithm"] == "direct":
+        from cuvil_kernels_cpu.kernels import direct as dk
+
+        p4 = pads4(padding)
+        xpad = cx.fresh(f"{node.outputs[0].name}.pad")
+        cx.new(xpad, dk.padded_shape(n, c, kh, kw, stride, dilation[0], p4, h, wd, oh, ow),
+               np.float32)  # fmt: skip
+        cx.add(gemm.pad_nhwc, [xin], [xpad], algo="pad", static=(p4[0], p4[1]))
+        rows, pgd = dk.plan_rows(n, oh, ow, k, npanels, threads)
+        dgeom = np.array([kh, kw, stride[0], stride[1], dilation[0]], np.int64)
+        cx.add(dk.conv_direct, [xpad, wpk, bb, res], [dst], algo="direct",
+               static=(dgeom, lo, hi, act, res_mode, rows, pgd), flops=flops)  # fmt: skip
+        finish()
+        return
     mb, pg = gemm.plan_items(m, k, npanels * groups, threads)
     if not direct and groups == 1 and pg < npanels and m * k * 4 <= MATERIALIZE_BYTES:
         # Several panel groups would each gather the same rows: gather them once instead.
