@@ -165,26 +165,30 @@ def _gather_rows(x, a, r0, rows, g, geom, oh, ow):  # type: ignore[no-untyped-de
         for i in range(kh):
             iy = y0 + i * dh
             dst = r * kk + i * run
+            drow = af[dst : dst + run]  # views indexed from 0 vectorize (see mathf.activate_block)
             if iy < 0 or iy >= h:
                 for c in range(run):
-                    af[dst + c] = 0.0
+                    drow[c] = 0.0
             elif inside_x and contiguous:
                 src = ((n * h + iy) * w + x0) * ctot
+                srow = xf[src : src + run]
                 for c in range(run):
-                    af[dst + c] = xf[src + c]
+                    drow[c] = srow[c]
             else:
                 for j in range(kw):
                     ix = x0 + j * dw
-                    d = dst + j * cg
+                    d = drow[j * cg : (j + 1) * cg]
                     if 0 <= ix < w:
                         src = ((n * h + iy) * w + ix) * ctot + c0
+                        srow = xf[src : src + cg]
                         for c in range(cg):
-                            af[d + c] = xf[src + c]
+                            d[c] = srow[c]
                     else:
                         for c in range(cg):
-                            af[d + c] = 0.0
-    for c in range(rows * kk, a.size):
-        af[c] = 0.0
+                            d[c] = 0.0
+    tail = af[rows * kk :]
+    for c in range(tail.size):
+        tail[c] = 0.0
 
 
 @serial_kernel
@@ -203,10 +207,7 @@ def tile_nv(nv, a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init):
 @serial_kernel
 def _finish_tile(out2, row0, nrows, col0, ncols, res2, act, res_mode):  # type: ignore[no-untyped-def]
     """The non-clamp activation (and a residual added after it) over a stored tile."""
-    for i in range(nrows):
-        row = out2[row0 + i, col0 : col0 + ncols]
-        r = res2[row0 + i, col0 : col0 + ncols] if res_mode == RES_AFTER else row
-        mathf.activate_row(row, r, row, act, res_mode == RES_AFTER)
+    mathf.activate_block(out2, row0, nrows, col0, ncols, res2, act, res_mode == RES_AFTER)
 
 
 @serial_kernel

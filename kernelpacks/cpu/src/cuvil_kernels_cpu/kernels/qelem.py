@@ -29,12 +29,16 @@ def quantize(x, out, scale, zp, qmin, qmax, work):  # type: ignore[no-untyped-de
         c = grab(work)
         if c >= n_items:
             break
-        for i in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
-            t = np.rint(np.float32(x[i]) / scale)
+        lo_i = c * _CHUNK
+        hi_i = min(n, lo_i + _CHUNK)
+        out_v = out[lo_i:hi_i]
+        x_v = x[lo_i:hi_i]
+        for i in range(hi_i - lo_i):
+            t = np.rint(np.float32(x_v[i]) / scale)
             t = lo if t < lo else t
             t = hi if t > hi else t
             t = np.float32(0.0) if t != t else t
-            out[i] = np.int8(np.int32(t) + zp)
+            out_v[i] = np.int8(np.int32(t) + zp)
 
 
 @kernel
@@ -46,8 +50,12 @@ def dequantize(q, out, scale, zp, work):  # type: ignore[no-untyped-def]
         c = grab(work)
         if c >= n_items:
             break
-        for i in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
-            out[i] = np.float32(np.int32(q[i]) - zp) * scale
+        lo_i = c * _CHUNK
+        hi_i = min(n, lo_i + _CHUNK)
+        out_v = out[lo_i:hi_i]
+        q_v = q[lo_i:hi_i]
+        for i in range(hi_i - lo_i):
+            out_v[i] = np.float32(np.int32(q_v[i]) - zp) * scale
 
 
 @kernel
@@ -60,10 +68,14 @@ def requantize(x, out, x_zp, mult, shift, out_zp, qmin, qmax, work):  # type: ig
         c = grab(work)
         if c >= n_items:
             break
-        for i in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
-            acc = np.int64(x[i]) - x_zp
+        lo_i = c * _CHUNK
+        hi_i = min(n, lo_i + _CHUNK)
+        out_v = out[lo_i:hi_i]
+        x_v = x[lo_i:hi_i]
+        for i in range(hi_i - lo_i):
+            acc = np.int64(x_v[i]) - x_zp
             v = out_zp + ((acc * mult + rounding) >> shift)
-            out[i] = np.int8(min(max(v, qmin), qmax))
+            out_v[i] = np.int8(min(max(v, qmin), qmax))
 
 
 @kernel
@@ -76,10 +88,15 @@ def qadd(a, b, out, a_zp, b_zp, m_a, m_b, shift, out_zp, qmin, qmax, work):  # t
         c = grab(work)
         if c >= n_items:
             break
-        for i in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
-            acc = (np.int64(a[i]) - a_zp) * m_a + (np.int64(b[i]) - b_zp) * m_b
+        lo_i = c * _CHUNK
+        hi_i = min(n, lo_i + _CHUNK)
+        a_v = a[lo_i:hi_i]
+        b_v = b[lo_i:hi_i]
+        out_v = out[lo_i:hi_i]
+        for i in range(hi_i - lo_i):
+            acc = (np.int64(a_v[i]) - a_zp) * m_a + (np.int64(b_v[i]) - b_zp) * m_b
             v = out_zp + ((acc + rounding) >> shift)
-            out[i] = np.int8(min(max(v, qmin), qmax))
+            out_v[i] = np.int8(min(max(v, qmin), qmax))
 
 
 @kernel
@@ -92,10 +109,15 @@ def qmul(a, b, out, a_zp, b_zp, mult, shift, out_zp, qmin, qmax, work):  # type:
         c = grab(work)
         if c >= n_items:
             break
-        for i in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
-            acc = (np.int64(a[i]) - a_zp) * (np.int64(b[i]) - b_zp)
+        lo_i = c * _CHUNK
+        hi_i = min(n, lo_i + _CHUNK)
+        a_v = a[lo_i:hi_i]
+        b_v = b[lo_i:hi_i]
+        out_v = out[lo_i:hi_i]
+        for i in range(hi_i - lo_i):
+            acc = (np.int64(a_v[i]) - a_zp) * (np.int64(b_v[i]) - b_zp)
             v = out_zp + ((acc * mult + rounding) >> shift)
-            out[i] = np.int8(min(max(v, qmin), qmax))
+            out_v[i] = np.int8(min(max(v, qmin), qmax))
 
 
 @kernel

@@ -52,35 +52,52 @@ def plan_items(m: int, k: int, npanels: int, threads: int) -> tuple[int, int]:
 
 @serial_kernel
 def _gather_u8(x, a, r0, rows, g, cg, geom, oh, ow, pad):  # type: ignore[no-untyped-def]
-    """im2col rows of group ``g`` as ``x + 128`` bytes; padding taps hold ``pad``."""
+    """im2col rows of group ``g`` as ``x + 128`` bytes; padding taps hold ``pad``. Views are
+    indexed from 0 so the copies vectorize; a kernel row inside the image with one group is
+    one contiguous run of ``KW * C`` bytes."""
     kh, kw, sh, sw = geom[0], geom[1], geom[2], geom[3]
     pt, pl, dh, dw = geom[4], geom[5], geom[6], geom[7]
-    h, w = x.shape[1], x.shape[2]
+    h, w, ctot = x.shape[1], x.shape[2], x.shape[3]
     c0 = g * cg
     kfull = a.shape[1]
+    run = kw * cg
+    contiguous = dw == 1 and cg == ctot
+    xf = x.reshape(x.size)
     for r in range(rows):
         q = r0 + r
         n = q // (oh * ow)
         p = q % (oh * ow)
         y0 = (p // ow) * sh - pt
         x0 = (p % ow) * sw - pl
-        col = 0
+        inside_x = x0 >= 0 and x0 + (kw - 1) * dw < w
+        arow = a[r]
         for i in range(kh):
             iy = y0 + i * dh
+            drow = arow[i * run : (i + 1) * run]
+            if 0 <= iy < h and inside_x and contiguous:
+                src = ((n * h + iy) * w + x0) * ctot
+                srow = xf[src : src + run]
+                for c in range(run):
+                    drow[c] = np.uint8(np.int32(srow[c]) + 128)
+                continue
             for j in range(kw):
                 ix = x0 + j * dw
+                d = drow[j * cg : (j + 1) * cg]
                 if 0 <= iy < h and 0 <= ix < w:
+                    src = ((n * h + iy) * w + ix) * ctot + c0
+                    srow = xf[src : src + cg]
                     for c in range(cg):
-                        a[r, col + c] = np.uint8(np.int32(x[n, iy, ix, c0 + c]) + 128)
+                        d[c] = np.uint8(np.int32(srow[c]) + 128)
                 else:
                     for c in range(cg):
-                        a[r, col + c] = pad
-                col += cg
-        for c in range(col, kfull):
-            a[r, c] = 0
+                        d[c] = pad
+        tail = arow[kh * run :]
+        for c in range(tail.size):
+            tail[c] = 0
     for r in range(rows, a.shape[0]):
+        arow = a[r]
         for c in range(kfull):
-            a[r, c] = 0
+            arow[c] = 0
 
 
 @kernel
