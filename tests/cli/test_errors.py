@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.cli.conftest import invoke
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,6 +86,7 @@ def run_module(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_subprocess_targets_and_error_status(tmp_path: Path) -> None:
     ok = run_module("targets", "--json")
     assert ok.returncode == 0, ok.stderr
