@@ -59,6 +59,7 @@ def torch_to_cuvilir(
     if training:
         raise training_mode_error(training)
     examples = _examples(input_shape, example_inputs, dtype)
+    _check_input_count(model, len(examples))
     dynamic = _dynamic(dynamic_dims, dynamic_batch, len(examples))
     types = []
     for i, (x, dyn) in enumerate(zip(examples, dynamic)):
@@ -119,6 +120,34 @@ def _encode(structure: Any, outputs: list[Value]) -> str:
     raise CaptureError(
         f"the model returns {type(structure).__name__} {structure!r}; Cuvil graphs return tensors "
         "(in tuples, lists or dicts)"
+    )
+
+
+def _check_input_count(model: Any, given: int) -> None:
+    """Refuse more or fewer example inputs than ``model.forward`` takes positionally (capture
+    would otherwise drop the extra ones silently)."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):  # no introspectable signature: nothing to check
+        return
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    positional = [p for p in params if p.kind in kinds]
+    required = [p for p in positional if p.default is inspect.Parameter.empty]
+    variadic = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
+    if len(required) <= given and (variadic or given <= len(positional)):
+        return
+    names = ", ".join(p.name for p in positional) + (", *args" if variadic else "")
+    takes = (
+        f"{len(required)}"
+        if len(required) == len(positional)
+        else (f"{len(required)} to {len(positional)}")
+    )
+    raise CaptureError(
+        f"{type(model).__name__}.forward({names}) takes {takes} input(s), but {given} input "
+        "shapes or example inputs were given (one per input: in the CLI, one --input-shape "
+        "per input)"
     )
 
 

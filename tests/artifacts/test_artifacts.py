@@ -187,3 +187,12 @@ def test_dtypes_survive(tmp_path: Path) -> None:
     for v in consts:
         assert m.graph.constants[v.name].tobytes() == g.constants[v.name].tobytes()
         assert m.graph.constants[v.name].dtype == g.constants[v.name].dtype
+
+
+def test_zero_dim_constant_keeps_its_shape(tmp_path: Path) -> None:
+    b = GraphBuilder()
+    x = b.input("x", TensorType((2,)))
+    g = b.build([b.op("add", [x, b.constant("zero", np.zeros((), np.float32))])])
+    path = tmp_path / "m.cuvilir"
+    Module(g, "zero_dim").save(str(path))
+    assert cuvil.load(str(path)).graph.constants["zero"].shape == ()
