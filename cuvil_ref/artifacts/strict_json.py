@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -102,10 +102,14 @@ def check(value: Any, kind: str, what: str, *, minimum: int | None = 0) -> Any:
     """``value`` itself checked as :func:`field` checks a field."""
     if isinstance(value, bool) or not isinstance(value, _KINDS[kind]):
         raise ArtifactFormatError(f"{what} must be a JSON {kind}, got {_json_type(value)}")
-    if kind == "int" and ((minimum is not None and value < minimum) or abs(value) > MAX_INT):
+    if kind == "int" and not _in_range(cast(int, value), minimum):
         low = "" if minimum is None else f"{minimum} "
         raise ArtifactFormatError(f"{what} is {shorten(str(value), 40)}, outside [{low}.. 2**63)")
     return value
+
+
+def _in_range(value: int, minimum: int | None) -> bool:
+    return -MAX_INT <= value <= MAX_INT and (minimum is None or value >= minimum)
 
 
 def _json_type(value: Any) -> str:

@@ -231,7 +231,7 @@ def format_dense(arr: np.ndarray) -> str:
     exact = None not in texts and decode_elements(texts, dtype).tobytes() == raw  # type: ignore[arg-type]
     if not exact:
         return "0x" + raw.hex()
-    return texts[0] if arr.ndim == 0 else "[" + ", ".join(texts) + "]"  # type: ignore[arg-type]
+    return str(texts[0]) if arr.ndim == 0 else "[" + ", ".join(map(str, texts)) + "]"
 
 
 def format_element(x: Any, dtype: DType) -> str | None:

@@ -89,7 +89,7 @@ class _LazyCompiled(CompiledModule):
             )
         return self._compiled
 
-    @property  # type: ignore[override]
+    @property
     def module(self) -> Module:
         return self._done("module").module
 
