@@ -1,9 +1,14 @@
-"""Capture with ``torch.export.export``: convert the high-level ATen graph via ``ATEN_TABLE``.
+"""Capture with ``torch.export``: decompose to a closed vocabulary, convert via ``ATEN_TABLE``.
 
-We deliberately do *not* call ``run_decompositions()``: the exported graph then holds one node per
-layer (``aten.conv2d``, ``aten.batch_norm``, ``aten.linear``, ``aten.softmax``...), which maps
-one-to-one onto Cuvil ops. Parameters and buffers arrive as placeholders; the graph signature
-names their parameter paths, which become the constants' names. Dynamic dims use ``Dim``.
+The exported program is lowered with ``decompositions.decomposition_table()``: Core ATen plus the
+high-level ops Cuvil has natively (``linear``, ``layer_norm``, ``scaled_dot_product_attention``...),
+which stay one node per layer. Export's runtime assertions are dropped. Parameters and buffers
+arrive as placeholders; the graph signature names their parameter paths, which become the
+constants' names. Dynamic dims use ``Dim``.
+
+Every converted node is checked against the dtype and static shape torch itself computed for it
+(``node.meta["val"]``): a converter that disagrees with torch raises instead of producing a
+silently wrong graph.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from torch.export.graph_signature import InputKind
 from torch.utils import _pytree as pytree
 
 from cuvil_ref.errors import CaptureError, CuvilError
-from cuvil_ref.frontend.context import Converter
+from cuvil_ref.frontend.capture_fold import CaptureFolder
+from cuvil_ref.frontend.context import Converter, dtype_from_torch
+from cuvil_ref.frontend.decompositions import NO_OPS, decomposition_table
 from cuvil_ref.frontend.errors import Location, exception_source, located, unsupported
 from cuvil_ref.frontend.op_table import ATEN_TABLE, FUNCTION_TABLE, supported_names
 from cuvil_ref.frontend.source_lines import user_frame
@@ -37,19 +44,31 @@ def _widen(x: torch.Tensor, axes: Sequence[int]) -> torch.Tensor:
 
 
 def export(
-    model: torch.nn.Module, example: Sequence[torch.Tensor], dynamic: Sequence[Mapping[int, str]]
+    model: torch.nn.Module,
+    example: Sequence[torch.Tensor],
+    dynamic: Sequence[Mapping[int, str]],
+    kwargs: Sequence[torch.Tensor] = (),
+    names: Sequence[str] | None = None,
 ) -> ExportedProgram:
-    """Run torch.export with a ``Dim`` per symbol name; failures become CaptureError."""
+    """Run torch.export with a ``Dim`` per symbol name; failures become CaptureError.
+
+    ``example`` are the positional inputs, ``kwargs`` the keyword inputs (their parameter names
+    are the last ``len(kwargs)`` of ``names``); ``dynamic`` has one entry per input, in order.
+    """
     dims: dict[str, Any] = {}
-    shapes = []
-    args = []
-    for x, dyn in zip(example, dynamic):
+    shapes: list[Any] = []
+    tensors: list[torch.Tensor] = []
+    for x, dyn in zip([*example, *kwargs], dynamic):
         shapes.append({a: dims.setdefault(n, Dim(n)) for a, n in dyn.items()} if dyn else None)
-        args.append(_widen(x, list(dyn)) if dyn else x)
+        tensors.append(_widen(x, list(dyn)) if dyn else x)
+    args = tuple(tensors[: len(example)])
+    kw_names = list(names[len(example) :]) if names is not None else []
+    kw = dict(zip(kw_names, tensors[len(example) :]))
+    dynamic_shapes: Any = None
+    if any(dynamic):
+        dynamic_shapes = dict(zip(names, shapes)) if names is not None else tuple(shapes)
     try:
-        return torch.export.export(
-            model, tuple(args), dynamic_shapes=tuple(shapes) if any(dynamic) else None
-        )
+        ep = torch.export.export(model, args, kwargs=kw or None, dynamic_shapes=dynamic_shapes)
     except Exception as exc:
         src = exception_source(exc)
         where = f" at {src.describe()}" if src else ""
@@ -59,6 +78,21 @@ def export(
             f"{type(exc).__name__}: {' '.join(lines)}. Make the failing code traceable "
             "(no data-dependent Python branches; for dynamic dims, no code that fixes their "
             "size), or try capture='fx'"
+        ) from exc
+    return decompose(ep, type(model).__name__)
+
+
+def decompose(ep: ExportedProgram, what: str = "the program") -> ExportedProgram:
+    """Lower ``ep`` to Core ATen plus Cuvil's preserved ops (see ``decompositions.py``)."""
+    try:
+        return ep.run_decompositions(decomposition_table())
+    except Exception as exc:
+        src = exception_source(exc)
+        where = f" at {src.describe()}" if src else ""
+        lines = [ln for ln in str(exc).splitlines() if ln.strip()][:4]
+        raise CaptureError(
+            f"torch could not decompose {what} to Core ATen{where}: {type(exc).__name__}: "
+            f"{' '.join(lines)}; try capture='fx'"
         ) from exc
 
 
@@ -74,15 +108,25 @@ def _aten_name(target: Any) -> str | None:
 
 
 def convert_program(
-    ep: ExportedProgram, input_types: Sequence[TensorType]
+    ep: ExportedProgram,
+    input_types: Sequence[TensorType],
+    names: Sequence[str] | None = None,
 ) -> tuple[Converter, list[Value], Any]:
-    """Convert an ExportedProgram; returns the converter, input values and output structure."""
+    """Convert an ExportedProgram; returns the converter, the input values and the outputs as
+    (leaves, torch TreeSpec)."""
     cx = Converter()
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs if hasattr(s.arg, "name")}
     env: dict[torch.fx.Node, Any] = {}
     inputs: list[Value] = []
     known = supported_names()
     outputs: list[Any] = []
+    folder = CaptureFolder(cx)
+
+    def lookup(n: torch.fx.Node) -> Any:
+        if n not in env:
+            env[n] = folder.materialize(n)  # a folded value read by a converted node
+        return env[n]
+
     for node in ep.graph.nodes:
         where = _location(node)
         cx.provenance, cx.node_name = where.provenance(), node.name
@@ -97,27 +141,33 @@ def convert_program(
                 inputs.append(value)
                 env[node] = value
             elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
-                env[node] = cx.weight(
-                    spec.target,
+                tensor = (
                     ep.state_dict[spec.target]
                     if spec.target in ep.state_dict
-                    else ep.constants[spec.target],
+                    else ep.constants[spec.target]
                 )
+                folder.add_weight(node, spec.target, tensor)
             elif spec.kind == InputKind.CONSTANT_TENSOR:
-                env[node] = cx.weight(spec.target, ep.constants[spec.target])
+                folder.add_weight(node, spec.target, ep.constants[spec.target])
             else:
                 raise CaptureError(
                     f"exported input '{node.name}' of kind {spec.kind.name} is not supported"
                 )
             continue
         if node.op == "output":
-            outputs = [env[n] if isinstance(n, torch.fx.Node) else n for n in node.args[0]]
+            outputs = [lookup(n) if isinstance(n, torch.fx.Node) else n for n in node.args[0]]
             break
         if node.op != "call_function":
             raise unsupported(f"{node.op} {node.target}", where, known)
-        args = torch.fx.node.map_arg(node.args, lambda n: env[n])
-        kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
         name = _aten_name(node.target)
+        if name in NO_OPS:
+            env[node] = None
+            continue
+        if folder.try_fold(node):
+            continue
+        args = torch.fx.node.map_arg(node.args, lookup)
+        kwargs = torch.fx.node.map_arg(node.kwargs, lookup)
+        cx.expected = node.meta.get("val")
         if name is not None:
             convert = ATEN_TABLE.get(name)
             label = str(node.target)
@@ -141,6 +191,7 @@ def convert_program(
             raise unsupported(label, where, known)
         try:
             env[node] = convert(cx, *args, **kwargs)
+            check_against_torch(env[node], cx.expected)
         except CuvilError as exc:
             raise located(exc, label, where) from exc
         except (TypeError, ValueError, IndexError, KeyError) as exc:
@@ -151,16 +202,51 @@ def convert_program(
             first = node.args[0]
             if isinstance(first, torch.fx.Node):
                 env[first] = env[node]  # in-place ATen op: later reads see the new value
+                folder.values.pop(first, None)
+    cx.folded = folder.summary()
     user_outputs = outputs[: len(ep.graph_signature.user_outputs)]
     spec = ep.call_spec.out_spec
-    structure = pytree.tree_unflatten(user_outputs, spec) if spec is not None else user_outputs
-    return cx, inputs, structure
+    if spec is None:
+        return cx, inputs, pytree.tree_flatten(user_outputs)
+    return cx, inputs, (user_outputs, spec)
+
+
+def check_against_torch(result: Any, expected: Any) -> None:
+    """Raise if a converted node's dtype or static shape differs from what torch computed.
+
+    ``expected`` is the node's ``meta["val"]`` (a FakeTensor, a tuple of them, or a SymInt/None
+    for size arithmetic). Symbolic dims are not compared; everything static must agree.
+    """
+    if expected is None:
+        return
+    if isinstance(expected, (tuple, list)):
+        if isinstance(result, (tuple, list)):
+            for r, e in zip(result, expected):
+                check_against_torch(r, e)
+        return
+    if not isinstance(expected, torch.Tensor) or not isinstance(result, Value):
+        return
+    got = result.type
+    want_dtype = dtype_from_torch(expected.dtype)
+    want_shape = tuple(expected.shape)
+    bad = got.dtype != want_dtype or len(got.shape) != len(want_shape)
+    for g, w in zip(got.shape, want_shape):
+        if isinstance(g, int) and isinstance(w, int) and g != w:
+            bad = True
+    if bad:
+        shown = ", ".join(str(d) for d in want_shape)
+        raise CaptureError(
+            f"Cuvil's conversion gives {got} but torch computes {want_dtype.value}[{shown}]; "
+            "this is a Cuvil frontend bug -- please report it with the model"
+        )
 
 
 def capture_export(
     model: torch.nn.Module,
     example: Sequence[torch.Tensor],
+    kwargs: Sequence[torch.Tensor],
     input_types: Sequence[TensorType],
     dynamic: Sequence[Mapping[int, str]],
+    names: Sequence[str] | None = None,
 ) -> tuple[Converter, list[Value], Any]:
-    return convert_program(export(model, example, dynamic), input_types)
+    return convert_program(export(model, example, dynamic, kwargs, names), input_types, names)
