@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install Cuvil's five distributions (editable) and the test tools into the current Python.
+# Install Cuvil's six distributions (editable) and the test tools into the current Python.
 # torch is pinned: `pip install torch==2.13.0` takes the CPU build; an unpinned torch would pull a
 # multi-GB CUDA build. As root on Debian, also installs hipcc for the kernel compile check
 # (`bash scripts/test.sh` prints SKIP for the HIP archs where it is missing).
@@ -20,4 +20,5 @@ $PIP install --quiet --disable-pip-version-check \
     -e conformance \
     -e kernelpacks/npu_sim \
     -e kernelpacks/cuda \
-    -e kernelpacks/hip
+    -e kernelpacks/hip \
+    -e "kernelpacks/cpu[bench]"

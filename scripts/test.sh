@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run every test of all five distributions (each distribution's suite in its own pytest run).
+# Run every test of all six distributions (each distribution's suite in its own pytest run).
 #   bash scripts/test.sh            the full run: lint, mypy, every suite, the kernel compile check
 #   bash scripts/test.sh --quick    the edit-loop run (a few minutes): lint and every suite without
 #                                   the tests marked `slow` (big zoo models, the CUDA simulator's
@@ -36,6 +36,7 @@ run "cuvil-conformance" conformance/tests -q
 run "cuvil-kernels-npu-sim" kernelpacks/npu_sim/tests -q
 NUMBA_ENABLE_CUDASIM=1 run "cuvil-kernels-cuda" kernelpacks/cuda/tests -q
 run "cuvil-kernels-hip" kernelpacks/hip/tests -q
+run "cuvil-kernels-cpu" kernelpacks/cpu/tests -q
 if [ "$QUICK" = 0 ]; then
     echo "=== hip/cuda kernel compile check (nvcc sm_80/sm_90, hipcc gfx90a/gfx942)"
     MISSING=(--allow-missing)
