@@ -63,6 +63,9 @@ def _build_zoo(root: Path) -> Zoo:
         **NAMES,
     )
     inputs["mlp"] = x.numpy()
+    from tests.serve.test_pipeline import PIPELINE
+
+    add_model(repo, "mlp_top3", compiled["mlp"], max_batch_size=8, **PIPELINE)
 
     r18, _ = get_model("resnet18")
     x = torch.randn(*R18_SHAPE, generator=gen)
