@@ -123,7 +123,7 @@ def test_bounded_load_loses_nothing_and_p99_agrees(load_server, tmp_path) -> Non
     prom = Prometheus(tmp_path, [load_server.metrics]).start()
     try:
         stats = run_locust(
-            load_server.http, users=4, seconds=8, out_dir=tmp_path, input_name="INPUT0"
+            load_server.http, users=2, seconds=8, out_dir=tmp_path, input_name="INPUT0"
         )
         prom.wait_scraped("cuvil_requests_total")
         served = prom.query('sum(cuvil_requests_total{model="mlp"})')
