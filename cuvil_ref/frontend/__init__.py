@@ -116,6 +116,8 @@ def torch_to_cuvilir(
     }
     if names is not None:
         metadata["input_names"] = json.dumps(names)
+    if cx.dim_ranges:
+        metadata["dim_ranges"] = json.dumps(cx.dim_ranges, separators=(",", ":"))
     if cx.folded.get("nodes"):
         metadata["folded_at_capture"] = json.dumps(cx.folded, separators=(",", ":"))
     module = Module(graph, name=name or type(model).__name__, metadata=metadata)

@@ -120,6 +120,8 @@ class Converter:
         self.expected: Any = None
         #: what the export path folded at capture (``capture_fold.CaptureFolder.summary``)
         self.folded: dict[str, Any] = {}
+        #: valid range of each symbolic input dim, as torch.export inferred it
+        self.dim_ranges: dict[str, list[int | None]] = {}
         self._named_constants: dict[str, Value] = {}
 
     def op(self, op: str, inputs: Sequence[Value | None], **attrs: Any) -> Value:

@@ -22,7 +22,8 @@ from torch.export import Dim, ExportedProgram
 from torch.export.graph_signature import InputKind
 from torch.utils import _pytree as pytree
 
-from cuvil_ref.errors import CaptureError, CuvilError
+from cuvil_ref.errors import CaptureError, CuvilError, TorchExportError, UnsupportedOpError
+from cuvil_ref.frontend.aten.coverage import EXCLUDED
 from cuvil_ref.frontend.capture_fold import CaptureFolder
 from cuvil_ref.frontend.context import Converter, dtype_from_torch
 from cuvil_ref.frontend.decompositions import NO_OPS, decomposition_table
@@ -55,11 +56,13 @@ def export(
     ``example`` are the positional inputs, ``kwargs`` the keyword inputs (their parameter names
     are the last ``len(kwargs)`` of ``names``); ``dynamic`` has one entry per input, in order.
     """
-    dims: dict[str, Any] = {}
     shapes: list[Any] = []
     tensors: list[torch.Tensor] = []
     for x, dyn in zip([*example, *kwargs], dynamic):
-        shapes.append({a: dims.setdefault(n, Dim(n)) for a, n in dyn.items()} if dyn else None)
+        # Dim.DYNAMIC lets torch infer each size's valid range (a sequence length bounded by the
+        # position table, say); Cuvil's own symbol names are put back on the IR types, and the
+        # ranges are read back into ``dim_ranges``.
+        shapes.append({a: Dim.DYNAMIC for a in dyn} if dyn else None)
         tensors.append(_widen(x, list(dyn)) if dyn else x)
     args = tuple(tensors[: len(example)])
     kw_names = list(names[len(example) :]) if names is not None else []
@@ -73,7 +76,7 @@ def export(
         src = exception_source(exc)
         where = f" at {src.describe()}" if src else ""
         lines = [ln for ln in str(exc).splitlines() if ln.strip()][:6]
-        raise CaptureError(
+        raise TorchExportError(
             f"torch.export could not export {type(model).__name__}{where}: "
             f"{type(exc).__name__}: {' '.join(lines)}. Make the failing code traceable "
             "(no data-dependent Python branches; for dynamic dims, no code that fixes their "
@@ -90,7 +93,7 @@ def decompose(ep: ExportedProgram, what: str = "the program") -> ExportedProgram
         src = exception_source(exc)
         where = f" at {src.describe()}" if src else ""
         lines = [ln for ln in str(exc).splitlines() if ln.strip()][:4]
-        raise CaptureError(
+        raise TorchExportError(
             f"torch could not decompose {what} to Core ATen{where}: {type(exc).__name__}: "
             f"{' '.join(lines)}; try capture='fx'"
         ) from exc
@@ -138,6 +141,7 @@ def convert_program(
                         f"the exported program has more inputs than given ('{node.name}')"
                     )
                 value = cx.builder.input(node.name, input_types[len(inputs)])
+                _record_ranges(cx, ep, node, value)
                 inputs.append(value)
                 env[node] = value
             elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
@@ -188,6 +192,11 @@ def convert_program(
             )
             label = getattr(node.target, "__name__", str(node.target))
         if convert is None:
+            if name in EXCLUDED:
+                raise UnsupportedOpError(
+                    f"'{label}' ({where.describe()}) is outside what Cuvil compiles: "
+                    f"{EXCLUDED[name]}"
+                )
             raise unsupported(label, where, known)
         try:
             env[node] = convert(cx, *args, **kwargs)
@@ -209,6 +218,34 @@ def convert_program(
     if spec is None:
         return cx, inputs, pytree.tree_flatten(user_outputs)
     return cx, inputs, (user_outputs, spec)
+
+
+def _record_ranges(cx: Converter, ep: ExportedProgram, node: torch.fx.Node, value: Value) -> None:
+    """Put the range torch inferred for each symbolic dim of an input into ``cx.dim_ranges``
+    (``{"seq": [2, 64]}``; ``None`` for no upper bound), intersecting repeated names."""
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        return
+    for dim, size in zip(value.type.shape, val.shape):
+        if not isinstance(dim, str) or not isinstance(size, torch.SymInt):
+            continue
+        vr = ep.range_constraints.get(size.node.expr)
+        if vr is None:
+            continue
+        lo, hi = _bound(vr.lower) or 0, _bound(vr.upper)
+        old = cx.dim_ranges.get(dim)
+        if old is not None:
+            lo = max(lo, old[0])
+            hi = old[1] if hi is None else (hi if old[1] is None else min(hi, old[1]))
+        cx.dim_ranges[dim] = [lo, hi]
+
+
+def _bound(x: Any) -> int | None:
+    """A sympy range bound as an int, or None when it is infinite."""
+    try:
+        return int(x)
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return None
 
 
 def check_against_torch(result: Any, expected: Any) -> None:

@@ -40,6 +40,8 @@ class CompiledModule:
         self._options = dict(options or {})
         self._structure = output_structure(program.module)
         self._input_names = input_names(program.module)
+        ranges = program.module.metadata.get("dim_ranges")
+        self._dim_ranges: dict[str, list[int | None]] = json.loads(ranges) if ranges else {}
 
     @property
     def module(self) -> Module:
@@ -143,6 +145,16 @@ class CompiledModule:
                     )
                 else:
                     bound[d] = (int(size), label)
+            for d, size in zip(want.shape, a.shape):
+                if isinstance(d, str) and d in self._dim_ranges:
+                    lo, hi = self._dim_ranges[d]
+                    # torch.export reports sizes from 2 up (it specializes 0 and 1); the graph is
+                    # valid for smaller sizes unless the model itself needs more
+                    if (hi is not None and size > hi) or (lo is not None and lo > 2 and size < lo):
+                        raise InputError(
+                            f"{label}: dim '{d}' is {size}, outside the range [{lo}, "
+                            f"{'inf' if hi is None else hi}] the model was exported for"
+                        )
             if not ok:
                 raise InputError(
                     f"{label}: expected shape [{format_shape(want.shape)}] (symbolic dims accept "

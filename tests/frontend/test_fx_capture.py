@@ -106,3 +106,15 @@ def test_scalar_constants_take_the_tensor_dtype() -> None:
     module = torch_to_cuvilir(M().eval(), input_shape=(2,), dtype=torch.float16)
     assert all(a.dtype == np.float16 for a in module.graph.constants.values())
     assert all(a.shape == () for a in module.graph.constants.values())
+
+
+def test_random_calls_are_refused_not_baked_into_constants() -> None:
+    """fx runs ``torch.rand(3)`` (no tensor arguments) at trace time; baking its result into the
+    graph would make every call return the same "random" numbers."""
+
+    class M(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + torch.rand(3)
+
+    with pytest.raises(cuvil.CuvilError, match="random numbers on every call"):
+        torch_to_cuvilir(M().eval(), input_shape=(2, 3), capture="fx")
