@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install Cuvil's five distributions (editable) and the test tools into the current Python.
+# Install Cuvil's six distributions (editable) and the test tools into the current Python.
 # torch is pinned: `pip install torch==2.13.0` takes the CPU build; an unpinned torch would pull a
 # multi-GB CUDA build.
 set -euo pipefail
@@ -11,4 +11,5 @@ $PIP install --quiet --disable-pip-version-check \
     -e conformance \
     -e kernelpacks/npu_sim \
     -e kernelpacks/cuda \
-    -e kernelpacks/hip
+    -e kernelpacks/hip \
+    -e "kernelpacks/cpu[bench]"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run every test of all five distributions (each distribution's suite in its own pytest run).
+# Run every test of all six distributions (each distribution's suite in its own pytest run).
 # Extra arguments go to every pytest run, e.g. `bash scripts/test.sh -x -q`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +17,7 @@ run "cuvil-conformance" conformance/tests -q "$@"
 run "cuvil-kernels-npu-sim" kernelpacks/npu_sim/tests -q "$@"
 NUMBA_ENABLE_CUDASIM=1 run "cuvil-kernels-cuda" kernelpacks/cuda/tests -q "$@"
 run "cuvil-kernels-hip" kernelpacks/hip/tests -q "$@"
+run "cuvil-kernels-cpu" kernelpacks/cpu/tests -q "$@"
 echo "=== hip/cuda kernel compile check (nvcc sm_80/sm_90, hipcc gfx90a/gfx942)"
 "$PY" kernelpacks/hip/scripts/compile_check.py --jobs 2 || status=1
 exit $status

@@ -102,7 +102,7 @@ def test_pt2_file(tmp_path: Path) -> None:
 
 def test_target_spec_file_and_target_conflict(model_file: Path, tmp_path: Path) -> None:
     spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps({"target": "cpu"}))
+    spec.write_text(json.dumps({"target": "numpy"}))
     ok = invoke("compile", f"{model_file}:make", "--input-shape", "2,8", "--target-spec", str(spec))
     assert ok.exit_code == 0, ok.output
     assert "for target 'ref'" in ok.stdout
