@@ -10,6 +10,7 @@ from cuvil_ref.ops import (  # noqa: F401  (imported to register their ops)
     comparison,
     conv,
     elementwise,
+    factories,
     fused,
     indexing,
     linalg,
