@@ -11,4 +11,5 @@ $PIP install --quiet --disable-pip-version-check \
     -e conformance \
     -e kernelpacks/npu_sim \
     -e kernelpacks/cuda \
-    -e kernelpacks/hip
+    -e kernelpacks/hip \
+    -e cuvil_ref/plugin/example_pack

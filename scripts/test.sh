@@ -17,6 +17,7 @@ run "cuvil-conformance" conformance/tests -q "$@"
 run "cuvil-kernels-npu-sim" kernelpacks/npu_sim/tests -q "$@"
 NUMBA_ENABLE_CUDASIM=1 run "cuvil-kernels-cuda" kernelpacks/cuda/tests -q "$@"
 run "cuvil-kernels-hip" kernelpacks/hip/tests -q "$@"
+run "cuvil-kernels-example" cuvil_ref/plugin/example_pack/tests -q "$@"
 echo "=== hip/cuda kernel compile check (nvcc sm_80/sm_90, hipcc gfx90a/gfx942)"
 "$PY" kernelpacks/hip/scripts/compile_check.py --jobs 2 || status=1
 exit $status

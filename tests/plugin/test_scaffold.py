@@ -1,6 +1,6 @@
-"""`cuvil pack new` scaffolds a pack that installs from its own directory, is discovered through
-its entry point, and passes conformance for the op it claims; a broken pack beside it does not
-break the others."""
+"""`cuvil pack new` copies the example pack under new names: the copy installs from its own
+directory, is discovered through its entry point, passes conformance for the ops it claims and
+its own tests; a broken pack beside it does not break the others."""
 
 from __future__ import annotations
 
@@ -76,3 +76,18 @@ def test_scaffolded_pack_installs_and_passes_conformance(tmp_path: Path) -> None
     assert ("ref", "ref") in rows
     assert data["summary"]["passed"] > 0 and data["summary"]["failed"] == 0
     assert data["status"]["exp"] == "unsupported"
+    pytest_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    tests = _run([*pytest_cmd, str(root / "tests")], env, tmp_path)
+    assert tests.returncode == 0, tests.stdout + tests.stderr
+
+
+def test_the_copy_is_the_example_renamed(tmp_path: Path) -> None:
+    root = scaffold_pack("acme", tmp_path)
+    package = root / "src/cuvil_kernels_acme"
+    assert sorted(p.name for p in package.iterdir()) == [
+        "__init__.py", "executable.py", "kernels.py", "lowering.py", "plugin.py", "py.typed"
+    ]  # fmt: skip
+    assert 'TARGET = "acme"' in (package / "plugin.py").read_text()
+    assert 'acme = "cuvil_kernels_acme.plugin"' in (root / "pyproject.toml").read_text()
+    example = REPO / "cuvil_ref/plugin/example_pack/src/cuvil_kernels_example/kernels.py"
+    assert (package / "kernels.py").read_text() == example.read_text()

@@ -96,8 +96,8 @@ def bench_one(name: str, batch: int, dtype: str, warmup: int, iters: int) -> dic
     import numpy as np
     import torch
 
-    from cuvil_ref.compiler import compile_module
     from cuvil_ref.frontend import torch_to_cuvilir
+    from cuvil_ref.lowering.compiler import compile_module
     from cuvil_ref.zoo import get_model
 
     row: dict[str, Any] = {"model": name, "batch": batch, "dtype": dtype}

@@ -26,8 +26,8 @@ MODELS = {
 @pytest.mark.parametrize("name", list(MODELS))
 def test_zoo_model_int8_bit_exact(npu_host: PluginHost, name: str) -> None:
     from cuvil_ref import interpret
-    from cuvil_ref.compiler import compile_module
     from cuvil_ref.frontend import torch_to_cuvilir
+    from cuvil_ref.lowering.compiler import compile_module
     from cuvil_ref.zoo import get_model
 
     rng = np.random.default_rng(7)
