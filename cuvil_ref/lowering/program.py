@@ -27,7 +27,7 @@ from cuvil_ref.plugin.types import Executable
 class LoweredPartition:
     partition: Partition
     executable: Executable
-    memory: MemoryPlan | None = None  # the plan the pack was given for this partition
+    memory: MemoryPlan  # the plan the pack was given for this partition
 
 
 @dataclass

@@ -12,11 +12,16 @@ from green and replaces the kernels one op at a time.
 from __future__ import annotations
 
 import re
+import sys
 from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from cuvil_ref.errors import CuvilError
+
+if sys.version_info >= (3, 11):
+    from importlib.resources.abc import Traversable
+else:
+    from importlib.abc import Traversable
 
 EXAMPLE = "example_pack"
 PACKAGE, DIST, TARGET = "cuvil_kernels_example", "cuvil-kernels-example", "example"

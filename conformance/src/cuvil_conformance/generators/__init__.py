@@ -28,6 +28,7 @@ GENERATORS: dict[str, Generator] = {
     "argmin": reductions.arg_cases,
     "softmax": reductions.softmax_cases,
     "log_softmax": reductions.softmax_cases,
+    "topk": reductions.topk_cases,
     "layer_norm": nn.layer_norm_cases,
     "rms_norm": nn.rms_norm_cases,
     "batch_norm": nn.batch_norm_cases,
