@@ -48,6 +48,8 @@ GENERATORS: dict[str, Generator] = {
     "unsqueeze": shape.unsqueeze_cases,
     "expand": shape.expand_cases,
     "slice": shape.slice_cases,
+    "narrow": shape.narrow_cases,
+    "arange": shape.arange_cases,
     "pad": shape.pad_cases,
     "concat": shape.concat_cases,
     "split": shape.split_cases,
