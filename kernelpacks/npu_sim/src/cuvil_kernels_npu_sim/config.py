@@ -41,10 +41,11 @@ class NpuConfig:
     """One simulated NPU. Sizes are in bytes unless the name says otherwise.
 
     The MAC array is weight-stationary, `array_rows` x `array_cols` int8 MACs with int32
-    accumulators. `pipelined_folds=True` models shadow weight registers: the next fold's weights
-    preload while the current fold streams, and folds of one GEMM instruction stream back to back,
-    so pipeline fill/drain is paid once per GEMM instruction. `pipelined_folds=False` is the
-    SCALE-Sim weight-stationary model: every fold pays preload + fill + drain (2R + C + M - 2).
+    accumulators. `weight_double_buffer=True` gives every PE a shadow weight register: an
+    instruction that sets `g_wdb = 1` chains its folds (the next fold's weights load over the
+    weight bus while the current one streams, and its wavefront follows at max(M, C + 1) cycles;
+    see timing.py). Without it (or with `g_wdb = 0`) every fold pays preload + fill + drain,
+    2R + C + M - 2, the SCALE-Sim weight-stationary model.
 
     The depthwise datapath has a line buffer (Eyeriss-style row reuse, as in Ethos-U / NVDLA
     depthwise engines): `dw_line_rows` rows of `dw_line_cols` pixels x `array_cols` channels of
@@ -71,7 +72,7 @@ class NpuConfig:
     dram_latency: int = 100
     dram_burst_bytes: int = 64
     issue_cycles: int = 2
-    pipelined_folds: bool = True
+    weight_double_buffer: bool = True  # shadow weight registers (timing.py)
     dw_line_rows: int = 7
     dw_line_cols: int = 128
     loop_unroll_factor: int = 1  # lowering: micro-op copies per GEMM/DWCONV body (unroll.py)
@@ -165,8 +166,8 @@ def _validate(cfg: NpuConfig) -> NpuConfig:
             f"npu config {cfg.name!r}: loop_unroll_factor must be an int in [1, {UNROLL_MAX}], "
             f"got {f!r}"
         )
-    if not isinstance(cfg.pipelined_folds, bool):
-        raise ValueError(f"npu config {cfg.name!r}: pipelined_folds must be a bool")
+    if not isinstance(cfg.weight_double_buffer, bool):
+        raise ValueError(f"npu config {cfg.name!r}: weight_double_buffer must be a bool")
     for f in dataclasses.fields(cfg.energy):
         value = getattr(cfg.energy, f.name)
         if f.name != "process_node" and (not isinstance(value, (int, float)) or value < 0):

@@ -55,6 +55,12 @@ def _relayout_metrics(name: str, shape: tuple[int, ...], cfg: NpuConfig) -> dict
         "power_w": energy * 1e-12 / seconds,
         "instructions": 0,
         "modeled": True,
+        "compute_cycles": 0,
+        "fill_drain_cycles": 0,
+        "dram_busy_cycles": -(-moved // cfg.dram_bytes_per_cycle),
+        "bound": "memory",
+        "utilization": -(-moved // cfg.dram_bytes_per_cycle) / cycles,
+        "roofline_bound": "memory",
     }
 
 
@@ -161,6 +167,8 @@ class NpuExecutable(Executable):
             "energy_pj": 0.0,
             "power_w": 0.0,
             "instructions": 0,
+            "bound": "none",
+            "utilization": 0.0,
         }
 
     def _summarize(

@@ -96,6 +96,7 @@ REGISTERS: dict[str, tuple[int, Queue]] = {
     "g_tbl": (21, Queue.COMPUTE),  # GEMM/DWCONV rq=1: TBL word address of [bias, M, shift]
     "g_kr": (22, Queue.COMPUTE),  # DWCONV: kernel rows per micro-op via the line buffer (0 = 1)
     "g_krs": (23, Queue.COMPUTE),  # DWCONV: INP stride between those kernel rows
+    "g_wdb": (24, Queue.COMPUTE),  # GEMM/DWCONV: 1 chains folds through the shadow weights
 }
 REGISTER_NAMES: dict[int, str] = {rid: name for name, (rid, _) in REGISTERS.items()}
 

@@ -194,7 +194,7 @@ def lower_qconv2d(
     ]
     emit_gemm_layer(b, g, t, problems, Epilogue(x_zp, 0, out_zp, qmin, qmax))
     macs = n * g.oh * g.ow * cout * cin_g * kh * kw
-    return b.build(macs, _info(g, t, packs))
+    return b.build(macs, _info(g, t, packs), {"x": g.touched_input_bytes(cin)})
 
 
 def _lower_depthwise(
@@ -226,7 +226,8 @@ def _lower_depthwise(
     tr = b.region("tables", table.shape, "int32", "const", data=table)
     problem = GemmProblem(xr.offset, c, 0, yr.offset, c, 0, "const", wr.offset, 0, tr.offset, 0)
     emit_gemm_layer(b, g, t, [problem], ep)
-    return b.build(n * g.oh * g.ow * c * kh * kw, _info(g, t, 1))
+    macs = n * g.oh * g.ow * c * kh * kw
+    return b.build(macs, _info(g, t, 1), {"x": g.touched_input_bytes(c)})
 
 
 def lower_qlinear(

@@ -196,7 +196,7 @@ def emit_gemm_layer(
         acc = (tile % 2) * acc_half
         with pipe.compute(k, tile, first, last):
             inp, wgt = slots["inp"] * inp_half, slots["wgt"] * wgt_half
-            b.set(g_izp=ep.x_zp, g_wzp=ep.w_zp, g_n=co_len)
+            b.set(g_izp=ep.x_zp, g_wzp=ep.w_zp, g_n=co_len, g_wdb=int(cfg.weight_double_buffer))
             if last:
                 b.set(g_tbl=slots["tbl"] * tbl_half, a_zp=ep.out_zp, a_lo=ep.qmin, a_hi=ep.qmax)
             row = g.dh * iw_len * ci_len  # INP elements between kernel rows

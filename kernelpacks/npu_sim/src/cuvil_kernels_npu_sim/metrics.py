@@ -7,13 +7,32 @@ from collections.abc import Sequence
 from cuvil_kernels_npu_sim.simulator import SimResult
 
 
+def bound_of(compute: int, fill: int, dram: int) -> str:
+    """What bounds a layer: "memory" when the DRAM channel is busier than the compute queue
+    (useful compute plus fill/drain), else the larger of "compute" and "fill/drain"."""
+    if dram >= compute + fill:
+        return "memory"
+    return "fill/drain" if fill > compute else "compute"
+
+
 def layer_metrics(result: SimResult) -> dict[str, object]:
-    """cycles, latency_ms, roofline_cycles (max(MACs / peak, compulsory DRAM bytes / bandwidth)),
-    mac_utilization (useful MACs / (cycles * array size)), dram/sram bytes, energy, power."""
+    """cycles, latency_ms, roofline_cycles (max(MACs / peak, must-touch DRAM bytes / bandwidth)),
+    mac_utilization (useful MACs / (cycles * array size)), dram/sram bytes, energy, power, and
+    what bounds the layer: `compute_cycles` (array streaming + vector ALU), `fill_drain_cycles`
+    (array preload, fill/drain, wavefront stalls), `dram_busy_cycles`; `bound` names the
+    largest (`bound_of`) and `utilization` is that resource's busy fraction (MACs for compute
+    and fill/drain on the array, lanes for ALU layers, bandwidth for memory)."""
     program, stats = result.program, result.stats
     cfg = program.config
     energy = sum(stats.energy_pj.values())
     seconds = stats.cycles / (cfg.clock_ghz * 1e9)
+    cycles = max(1, stats.cycles)
+    compute = stats.stream_cycles + stats.alu_cycles
+    bound = bound_of(compute, stats.fill_cycles, stats.dram_busy_cycles)
+    mac_util = program.macs / (cycles * cfg.peak_macs_per_cycle)
+    dram_util = stats.dram_busy_cycles / cycles
+    alu_util = stats.alu_cycles / cycles
+    util = dram_util if bound == "memory" else mac_util if program.macs else alu_util
     return {
         "name": program.name,
         "cycles": stats.cycles,
@@ -27,6 +46,18 @@ def layer_metrics(result: SimResult) -> dict[str, object]:
         "power_w": energy * 1e-12 / seconds if seconds else 0.0,
         "instructions": stats.instructions,
         "stalls": dict(stats.stalls),
+        "compute_cycles": compute,
+        "fill_drain_cycles": stats.fill_cycles,
+        "dram_busy_cycles": stats.dram_busy_cycles,
+        "bound": bound,
+        "utilization": util,
+        "dram_utilization": dram_util,
+        "roofline_bound": (
+            "compute"
+            if program.macs / cfg.peak_macs_per_cycle
+            >= program.compulsory_dram_bytes / cfg.dram_bytes_per_cycle
+            else "memory"
+        ),
     }
 
 

@@ -38,7 +38,10 @@ _DOCS = {
     "dram_latency": "DRAM latency in cycles",
     "dram_burst_bytes": "DRAM burst size in bytes",
     "issue_cycles": "cycles to issue one instruction",
-    "pipelined_folds": "shadow weight registers (False: SCALE-Sim per-fold fill/drain)",
+    "weight_double_buffer": (
+        "shadow weight registers: folds chain at max(M, C+1) cycles (False: every fold pays "
+        "2R + C + M - 2, SCALE-Sim)"
+    ),
     "dw_line_rows": "depthwise line buffer rows (largest kernel height with row reuse)",
     "dw_line_cols": "depthwise line buffer row width in pixels",
     "loop_unroll_factor": (
