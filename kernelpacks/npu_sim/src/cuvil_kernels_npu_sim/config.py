@@ -76,6 +76,8 @@ class NpuConfig:
     dw_line_rows: int = 7
     dw_line_cols: int = 128
     loop_unroll_factor: int = 1  # lowering: micro-op copies per GEMM/DWCONV body (unroll.py)
+    sfu_div_cycles: int = 34  # special-function unit: one 64/32-bit divide per lane (radix 4)
+    sfu_sqrt_cycles: int = 34  # special-function unit: one integer square root per lane
     energy: EnergyTable = field(default_factory=EnergyTable)
 
     @property
@@ -145,7 +147,13 @@ def _validate(cfg: NpuConfig) -> NpuConfig:
             raise ValueError(
                 f"npu config {cfg.name!r}: {name} must be a positive int, got {value!r}"
             )
-    for name in ("alu_latency", "dram_latency", "issue_cycles"):
+    for name in (
+        "alu_latency",
+        "dram_latency",
+        "issue_cycles",
+        "sfu_div_cycles",
+        "sfu_sqrt_cycles",
+    ):
         value = getattr(cfg, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ValueError(f"npu config {cfg.name!r}: {name} must be an int >= 0, got {value!r}")

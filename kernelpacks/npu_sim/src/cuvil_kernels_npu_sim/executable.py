@@ -22,6 +22,7 @@ import numpy as np
 
 from cuvil_kernels_npu_sim.config import NpuConfig
 from cuvil_kernels_npu_sim.lowering import Layer
+from cuvil_kernels_npu_sim.lowering_transformer import DMA_MOVES, dma_move, dma_move_metrics
 from cuvil_kernels_npu_sim.metrics import layer_metrics, trace_text
 from cuvil_kernels_npu_sim.simulator import simulate
 from cuvil_ref.plugin.types import Executable
@@ -127,6 +128,13 @@ class NpuExecutable(Executable):
         random_mode = self.sim_mode == "random"
         for layer, moves in zip(self.layers, self.relayouts, strict=True):
             rows += [_relayout_metrics(v, self.shapes[v], self.config) for v in moves]
+            if layer.program is None and layer.op in DMA_MOVES:
+                x = env[layer.inputs[0][0]]
+                env[layer.output] = dma_move(layer.op, x, layer.attrs, layer.out_shape)
+                out_bytes = int(np.prod(layer.out_shape, dtype=np.int64))
+                read = out_bytes if layer.op == "slice" else x.size  # a slice reads its part
+                rows.append(dma_move_metrics(layer.node, layer.op, read, out_bytes, self.config))
+                continue
             if layer.program is None:
                 env[layer.output] = np.reshape(env[layer.inputs[0][0]], layer.out_shape)
                 rows.append(self._free_row(layer))

@@ -20,6 +20,7 @@ from numpy.lib.stride_tricks import as_strided
 from cuvil_kernels_npu_sim.config import NpuConfig
 from cuvil_kernels_npu_sim.errors import AccumulatorOverflowError, ScratchpadBoundsError
 from cuvil_kernels_npu_sim.isa import REGISTER_NAMES, AluOp, DType, Insn, Mem, Op, Src
+from cuvil_kernels_npu_sim.sfu import execute_sfu
 from cuvil_kernels_npu_sim.timing import array_time
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -425,4 +426,5 @@ _HANDLERS = {
     Op.GEMM: Machine._gemm,
     Op.DWCONV: Machine._dwconv,
     Op.ALU: Machine._alu,
+    Op.SFU: execute_sfu,
 }

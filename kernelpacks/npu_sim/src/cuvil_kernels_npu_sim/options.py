@@ -38,6 +38,8 @@ _DOCS = {
     "dram_latency": "DRAM latency in cycles",
     "dram_burst_bytes": "DRAM burst size in bytes",
     "issue_cycles": "cycles to issue one instruction",
+    "sfu_div_cycles": "special-function unit: cycles of one row division (per lane)",
+    "sfu_sqrt_cycles": "special-function unit: cycles of one integer square root (per lane)",
     "weight_double_buffer": (
         "shadow weight registers: folds chain at max(M, C+1) cycles (False: every fold pays "
         "2R + C + M - 2, SCALE-Sim)"

@@ -206,7 +206,7 @@ def _simulate(
             stats.dram_busy_cycles += xfer
             free[q] = bus_free
             done = bus_free + cfg.dram_latency
-        elif insn.op in (Op.GEMM, Op.DWCONV, Op.ALU):
+        elif insn.op in (Op.GEMM, Op.DWCONV, Op.ALU, Op.SFU):
             done = free[q] = start + cfg.issue_cycles + fx.compute_cycles
         else:
             done = free[q] = start + 1
