@@ -61,7 +61,8 @@ def layer_norm_params(
     """The qlayer_norm attributes for affine ``gamma``, ``beta``: per channel
     ``M, shift = quantize_multiplier(|gamma| / (s_out * 2**20))``, ``sign = sign(gamma)``,
     ``beta_q = round(beta / s_out)`` (half to even, clamped to +-2**20), and
-    ``eps_q = round(n**2 * eps / s_x**2)`` (the variance floor in the integer domain)."""
+    ``eps_q = min(round(n**2 * eps / s_x**2), 2**61 - 1)`` (the variance floor in the integer
+    domain; the cap only bites at scales where eps alone saturates every output)."""
     g = np.asarray(gamma, np.float64).reshape(-1)
     b = np.asarray(beta, np.float64).reshape(-1)
     so = float(np.float32(out_scale))
@@ -72,12 +73,13 @@ def layer_norm_params(
         "shift": tuple(int(s) for s in shift),
         "sign": tuple(int(np.sign(v)) for v in g),
         "beta_q": tuple(int(v) for v in np.clip(np.rint(b / so), -(2**20), 2**20)),
-        "eps_q": int(round(n * n * float(eps) / (sx * sx))),
+        "eps_q": min(int(round(n * n * float(eps) / (sx * sx))), 2**61 - 1),
     }
 
 
 def isqrt(v: np.ndarray) -> np.ndarray:
-    """Exact floor square root of non-negative int64 values (float estimate, integer fix-up)."""
+    """Exact floor square root of int64 values in [0, 2**62] (float estimate, integer fix-up;
+    qlayer_norm's operand stays in that range)."""
     v = np.asarray(v, np.int64)
     r = np.floor(np.sqrt(v.astype(np.float64))).astype(np.int64)
     r = np.where(r * r > v, r - 1, r)
@@ -180,8 +182,8 @@ def _qlayer_norm_infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tupl
     qc.check_rescale(op, attrs, (n,))
     if any(s not in (-1, 0, 1) for s in attrs["sign"]):
         raise qc.fail(op, "sign entries must be -1, 0 or 1")
-    if any(abs(b) > 2**20 for b in attrs["beta_q"]) or not 0 <= attrs["eps_q"] < 2**62:
-        raise qc.fail(op, "beta_q must be within +-2**20 and eps_q in [0, 2**62)")
+    if any(abs(b) > 2**20 for b in attrs["beta_q"]) or not 0 <= attrs["eps_q"] < 2**61:
+        raise qc.fail(op, "beta_q must be within +-2**20 and eps_q in [0, 2**61)")
     return (qc.qtype(x.shape, attrs, x.layout),)
 
 

@@ -91,7 +91,7 @@ def bench_model(name: str, target: str = "npu-v3") -> dict[str, Any]:
 
 def to_markdown(results: list[dict[str, Any]]) -> str:
     lines = [
-        "# npu-v3: integer-only transformers (quantize=\"int8\")",
+        '# npu-v3: integer-only transformers (quantize="int8")',
         "",
         f"Targets: >= {NODE_TARGET:.0%} of nodes and >= {MAC_TARGET:.0%} of MACs on npu-v3, "
         "bit-exact.",
