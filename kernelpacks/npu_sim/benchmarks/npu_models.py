@@ -108,7 +108,10 @@ def bench_model(
         "mac_utilization": m["mac_utilization"],
         "dram_bytes": m["dram_bytes"],
         "energy_uj": m["energy_pj"] / 1e6,
+        "static_uj": m["static_pj"] / 1e6,
         "power_w": m["power_w"],
+        "power_w_low": m["power_w_low"],
+        "power_w_high": m["power_w_high"],
         "instructions": m["instructions"],
         "host_seconds": m["host_seconds"],
         "compile_seconds": compile_s,
@@ -130,7 +133,7 @@ def to_markdown(results: list[dict[str, Any]]) -> str:
         f"< {HOST_TARGET}.",
         "",
         "| model | bit-exact | cycles | roofline | ratio | latency ms | MAC util | DRAM MB "
-        "| energy uJ | power W | host s | depthwise cycles (ratio) |",
+        "| energy uJ (static) | power W (range) | host s | depthwise cycles (ratio) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
@@ -139,7 +142,8 @@ def to_markdown(results: list[dict[str, Any]]) -> str:
         lines.append(
             f"| {r['model']} | {r['bit_exact']} | {r['cycles']} | {r['roofline_cycles']:.0f} | "
             f"{r['ratio']:.3f} | {r['latency_ms']:.3f} | {r['mac_utilization']:.3f} | "
-            f"{r['dram_bytes'] / 1e6:.2f} | {r['energy_uj']:.1f} | {r['power_w']:.2f} | "
+            f"{r['dram_bytes'] / 1e6:.2f} | {r['energy_uj']:.1f} ({r['static_uj']:.1f}) | "
+            f"{r['power_w']:.2f} ({r['power_w_low']:.2f}-{r['power_w_high']:.2f}) | "
             f"{r['host_seconds']:.2f} | {dw} |"
         )
     for r in results:

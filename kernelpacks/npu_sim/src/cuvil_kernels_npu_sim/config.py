@@ -26,6 +26,13 @@ class EnergyTable:
     * `dram_pj_per_byte`: DRAM access of 64 bits = 1.3-2.6 nJ; the low end 1.3 nJ -> 162.5 pJ/byte.
     * `alu_pj_per_op`: 32-bit integer add 0.1 pJ (add, max, min, shift, clamp, move).
     * `alu_mul_pj`: 32-bit integer multiply 3.1 pJ (MUL, and each multiply of a requantization).
+    * `dram_pj_per_byte_high`: the high end, 2.6 nJ / 64 bit = 325 pJ/byte (the range's top).
+
+    Leakage (energy.py) is an order-of-magnitude figure for 45 nm, not a measurement:
+    * `leakage_mw_per_kib`: SRAM leakage 10 uW per KiB (CACTI-class 45 nm arrays; low-standby-
+      power cells leak about 10x less, high-performance cells about 4x more: `static_low`,
+      `static_high` scale it for the range).
+    * `leakage_mw_per_mac`: 2 uW per int8 MAC unit with its int32 accumulator and registers.
     """
 
     mac_pj: float = 0.3
@@ -33,6 +40,11 @@ class EnergyTable:
     dram_pj_per_byte: float = 162.5
     alu_pj_per_op: float = 0.1
     alu_mul_pj: float = 3.1
+    dram_pj_per_byte_high: float = 325.0
+    leakage_mw_per_kib: float = 0.01
+    leakage_mw_per_mac: float = 0.002
+    static_low: float = 0.1
+    static_high: float = 4.0
     process_node: str = "45 nm (Horowitz, ISSCC 2014)"
 
 

@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 
 from cuvil_kernels_npu_sim.config import NpuConfig
+from cuvil_kernels_npu_sim.energy import energy_fields, power_fields, static_mw
 from cuvil_kernels_npu_sim.lowering import Layer
 from cuvil_kernels_npu_sim.lowering_transformer import DMA_MOVES, dma_move, dma_move_metrics
-from cuvil_kernels_npu_sim.metrics import layer_metrics, trace_text
+from cuvil_kernels_npu_sim.metrics import ENERGY_KEYS, layer_metrics, trace_text
 from cuvil_kernels_npu_sim.simulator import simulate
 from cuvil_ref.plugin.types import Executable
 
@@ -39,7 +40,7 @@ def _same_bytes(shape: tuple[int, ...]) -> bool:
 def _relayout_metrics(name: str, shape: tuple[int, ...], cfg: NpuConfig) -> dict[str, Any]:
     moved = 2 * int(np.prod(shape, dtype=np.int64))
     cycles = -(-moved // cfg.dram_bytes_per_cycle) + cfg.dram_latency
-    energy = moved * cfg.energy.dram_pj_per_byte
+    energy = energy_fields({"dram": moved * cfg.energy.dram_pj_per_byte}, cycles, cfg)
     seconds = cycles / (cfg.clock_ghz * 1e9)
     return {
         "node": name,
@@ -52,8 +53,7 @@ def _relayout_metrics(name: str, shape: tuple[int, ...], cfg: NpuConfig) -> dict
         "mac_utilization": 0.0,
         "dram_bytes": moved,
         "sram_bytes": 0,
-        "energy_pj": energy,
-        "power_w": energy * 1e-12 / seconds,
+        **energy,
         "instructions": 0,
         "modeled": True,
         "compute_cycles": 0,
@@ -172,8 +172,7 @@ class NpuExecutable(Executable):
             "mac_utilization": 0.0,
             "dram_bytes": 0,
             "sram_bytes": 0,
-            "energy_pj": 0.0,
-            "power_w": 0.0,
+            **energy_fields({}, 0, self.config),
             "instructions": 0,
             "bound": "none",
             "utilization": 0.0,
@@ -185,7 +184,7 @@ class NpuExecutable(Executable):
         cfg = self.config
         cycles = sum(int(r["cycles"]) for r in rows)
         macs = sum(int(r["macs"]) for r in rows)
-        energy = sum(float(r["energy_pj"]) for r in rows)
+        energy = {k: sum(float(r[k]) for r in rows) for k in ENERGY_KEYS}
         seconds = cycles / (cfg.clock_ghz * 1e9)
         out: dict[str, Any] = {
             "target": cfg.name,
@@ -199,8 +198,9 @@ class NpuExecutable(Executable):
             "mac_utilization": macs / max(1, cycles * cfg.peak_macs_per_cycle),
             "dram_bytes": sum(int(r["dram_bytes"]) for r in rows),
             "sram_bytes": sum(int(r["sram_bytes"]) for r in rows),
-            "energy_pj": energy,
-            "power_w": energy * 1e-12 / seconds if seconds else 0.0,
+            **energy,
+            **power_fields(energy, seconds),
+            "static_power_mw": static_mw(cfg),
             "instructions": sum(int(r["instructions"]) for r in rows),
             "host_seconds": host_seconds,
             "layers": rows,

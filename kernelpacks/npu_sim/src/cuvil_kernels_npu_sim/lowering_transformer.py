@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from cuvil_kernels_npu_sim.config import NpuConfig
+from cuvil_kernels_npu_sim.energy import energy_fields
 from cuvil_kernels_npu_sim.lower_sfu import lower_qlayer_norm, lower_qlut, lower_qsoftmax
 from cuvil_kernels_npu_sim.program import Program
 from cuvil_ref.ir.graph import Graph, Node
@@ -77,7 +78,7 @@ def dma_move_metrics(node: str, op: str, read: int, written: int, cfg: NpuConfig
     moved = read + written
     busy = -(-moved // cfg.dram_bytes_per_cycle)
     cycles = busy + cfg.dram_latency
-    energy = moved * cfg.energy.dram_pj_per_byte
+    energy = energy_fields({"dram": moved * cfg.energy.dram_pj_per_byte}, cycles, cfg)
     seconds = cycles / (cfg.clock_ghz * 1e9)
     return {
         "node": node,
@@ -90,8 +91,7 @@ def dma_move_metrics(node: str, op: str, read: int, written: int, cfg: NpuConfig
         "mac_utilization": 0.0,
         "dram_bytes": moved,
         "sram_bytes": 0,
-        "energy_pj": energy,
-        "power_w": energy * 1e-12 / seconds,
+        **energy,
         "instructions": 0,
         "modeled": True,
         "compute_cycles": 0,
