@@ -29,7 +29,9 @@ from cuvil_kernels_npu_sim.simulator import simulate
 from cuvil_ref.plugin.types import Executable
 
 NHWC, PLAIN = "NHWC", "plain"
-_NHWC_OPS = frozenset({"qconv2d", "qmax_pool2d", "qavg_pool2d", "qadaptive_avg_pool2d"})
+_NHWC_OPS = frozenset(
+    {"qconv2d", "qconv2d+qadd", "qmax_pool2d", "qavg_pool2d", "qadaptive_avg_pool2d"}
+)
 
 
 def _same_bytes(shape: tuple[int, ...]) -> bool:

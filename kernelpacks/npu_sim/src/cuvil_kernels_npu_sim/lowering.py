@@ -102,7 +102,7 @@ def _out(node: Node) -> dict[str, int]:
     return {"out_zp": a["out_zp"], "qmin": a["qmin"], "qmax": a["qmax"]}
 
 
-def _qconv2d(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
+def _qconv2d(node: Node, graph: Graph, cfg: NpuConfig, **extra: Any) -> Program:
     a = node.attrs
     weight = _const(node, graph, 1, "weight")
     bias = _const(node, graph, 2, "bias")
@@ -120,10 +120,11 @@ def _qconv2d(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
         target=cfg,
         name=node.outputs[0].name,
         **_out(node),
+        **extra,
     )
 
 
-def _qlinear(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
+def _qlinear(node: Node, graph: Graph, cfg: NpuConfig, **extra: Any) -> Program:
     a = node.attrs
     return lower_qlinear(
         _shape(node, 0),
@@ -135,6 +136,7 @@ def _qlinear(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
         target=cfg,
         name=node.outputs[0].name,
         **_out(node),
+        **extra,
     )
 
 

@@ -80,6 +80,12 @@ def option_specs(target: str) -> tuple[OptionSpec, ...]:
     specs += [
         OptionSpec("sim_mode", str, "timed", "simulator scheduling", choices=SIM_MODES),
         OptionSpec("trace", bool, False, "record the instruction trace in metrics()['trace']"),
+        OptionSpec(
+            "fuse_residual",
+            bool,
+            True,
+            "run a qadd inside the qconv2d/qlinear producing its operand (fusion.py)",
+        ),
     ]
     return tuple(specs)
 
