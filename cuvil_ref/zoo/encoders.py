@@ -95,7 +95,8 @@ class VitLike(nn.Module):
         self.head = nn.Linear(dim, classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.patch(x).flatten(2).transpose(1, 2) + self.pos
+        x = self.patch(x).flatten(2).transpose(1, 2)
+        x = x + self.pos[:, : x.shape[1]]  # smaller images use the first positions
         for layer in self.layers:
             x = layer(x)
         return self.head(self.norm(x).mean(dim=1))
