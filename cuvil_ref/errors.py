@@ -43,6 +43,10 @@ class CaptureError(CuvilError):
     """A PyTorch model could not be captured (training mode, control flow, unsupported op...)."""
 
 
+class TorchExportError(CaptureError):
+    """torch.export (or its decomposition) could not trace the model; torch.fx may still."""
+
+
 class UnsupportedOpError(CaptureError):
     """A torch op or module with no Cuvil mapping."""
 
