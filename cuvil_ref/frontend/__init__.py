@@ -81,6 +81,7 @@ def torch_to_cuvilir(
             if example_kwargs and example_inputs is None and input_shape is None
             else _examples(input_shape, example_inputs, dtype)
         )
+    _check_input_count(model, len(positional), example_kwargs or {})
     names, keyword = _input_names(model, len(positional), example_kwargs)
     examples = positional + [keyword[k] for k in keyword]
     dynamic = _dynamic(dynamic_dims, dynamic_batch, len(examples))
@@ -183,6 +184,36 @@ def _input_names(
     for k, v in keyword.items():
         keyword[k] = _examples(None, (v,), None)[0]
     return names + list(keyword), keyword
+
+
+def _check_input_count(model: Any, given: int, keywords: Mapping[str, Any]) -> None:
+    """Refuse more or fewer example inputs than ``model.forward`` takes positionally (capture
+    would otherwise drop the extra ones silently)."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):  # no introspectable signature: nothing to check
+        return
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    positional = [p for p in params if p.kind in kinds]
+    required = [
+        p for p in positional if p.default is inspect.Parameter.empty and p.name not in keywords
+    ]
+    variadic = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
+    if len(required) <= given and (variadic or given <= len(positional)):
+        return
+    names = ", ".join(p.name for p in positional) + (", *args" if variadic else "")
+    takes = (
+        f"{len(required)}"
+        if len(required) == len(positional)
+        else (f"{len(required)} to {len(positional)}")
+    )
+    raise CaptureError(
+        f"{type(model).__name__}.forward({names}) takes {takes} input(s), but {given} input "
+        "shapes or example inputs were given (one per input: in the CLI, one --input-shape "
+        "per input)"
+    )
 
 
 def _examples(input_shape: Any, example_inputs: Any, dtype: Any) -> list[Any]:

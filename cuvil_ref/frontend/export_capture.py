@@ -13,6 +13,7 @@ silently wrong graph.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -26,7 +27,7 @@ from cuvil_ref.errors import CaptureError, CuvilError, TorchExportError, Unsuppo
 from cuvil_ref.frontend.aten.coverage import EXCLUDED
 from cuvil_ref.frontend.capture_fold import CaptureFolder
 from cuvil_ref.frontend.context import Converter, dtype_from_torch
-from cuvil_ref.frontend.decompositions import NO_OPS, decomposition_table
+from cuvil_ref.frontend.decompositions import NO_OPS, decomposition_table, needs_decomposition
 from cuvil_ref.frontend.errors import Location, exception_source, located, unsupported
 from cuvil_ref.frontend.op_table import ATEN_TABLE, FUNCTION_TABLE, supported_names
 from cuvil_ref.frontend.source_lines import user_frame
@@ -82,7 +83,16 @@ def export(
             "(no data-dependent Python branches; for dynamic dims, no code that fixes their "
             "size), or try capture='fx'"
         ) from exc
+    if not needs_decomposition(ep.graph, _core_names()):
+        return ep
     return decompose(ep, type(model).__name__)
+
+
+@functools.lru_cache(maxsize=1)
+def _core_names() -> frozenset[str]:
+    from cuvil_ref.frontend.aten.coverage import core_aten_ops
+
+    return frozenset(core_aten_ops())
 
 
 def decompose(ep: ExportedProgram, what: str = "the program") -> ExportedProgram:

@@ -10,6 +10,7 @@ from cuvil_ref.ops import (  # noqa: F401  (imported to register their ops)
     comparison,
     conv,
     elementwise,
+    factories,
     fused,
     indexing,
     linalg,
@@ -20,6 +21,7 @@ from cuvil_ref.ops import (  # noqa: F401  (imported to register their ops)
     qtransformer,
     quantized,
     reductions,
+    selection,
     shape_ops,
 )
 from cuvil_ref.ops.registry import REGISTRY, REQUIRED, Attr, OpDef, OpRegistry, get_op, register

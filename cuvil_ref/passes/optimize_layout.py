@@ -93,7 +93,7 @@ def _conv(st: _Layouts, node: Node, r: Rewriter) -> Value | None:
         if len(node.inputs) > 2:
             bias = node.inputs[2]
         else:
-            zeros = np.zeros((weight.type.shape[0],), dtype=weight.type.dtype.numpy)
+            zeros = np.zeros((int(weight.type.shape[0]),), dtype=weight.type.dtype.numpy)
             bias = r.constant(weight.name.removesuffix("weight") + "bias_zero", zeros)
         inputs = [st.as_nhwc(node.inputs[0], r), weight, bias]
     else:
@@ -166,7 +166,7 @@ def _to_nhwc(graph: Graph) -> PassResult:
     r = Rewriter(st.b, None, st.constants)
     outputs = [st.as_nchw(v, r) for v in graph.outputs]
     st.flush(r)
-    return PassResult(Graph(graph.inputs, st.emitted, outputs, st.constants), True)
+    return PassResult(Graph(graph.inputs, tuple(st.emitted), tuple(outputs), st.constants), True)
 
 
 def make_optimize_layout(layout: str | None = NHWC) -> Callable[[Graph], PassResult]:

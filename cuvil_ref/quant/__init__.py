@@ -5,6 +5,8 @@ See ``docs/semantics.md``; the implementation is :mod:`cuvil_ref.quant.arith`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from cuvil_ref.quant.arith import (
     QuantArithError,
     check_accumulator_bound,
@@ -52,7 +54,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
+def __getattr__(name: str) -> Any:
     # These pull in the op registry (and torch for QAT), which itself imports this package's
     # arithmetic: load them on first use to keep the import graph acyclic and torch optional.
     if name in _LAZY:

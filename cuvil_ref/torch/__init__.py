@@ -94,7 +94,7 @@ class _LazyCompiled(CompiledModule):
             )
         return self._compiled
 
-    @property  # type: ignore[override]
+    @property
     def module(self) -> Module:
         return self._done("module").module
 

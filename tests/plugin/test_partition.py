@@ -42,7 +42,6 @@ def test_fallback_error_lists_nodes(host: PluginHost) -> None:
 
 
 def test_compiled_program_equals_interpreter(host: PluginHost) -> None:
-    pytest.importorskip("cuvil_ref.passes")
     mod = _graph()
     prog = compile_module(mod, "toy", opt_level=0)
     x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)

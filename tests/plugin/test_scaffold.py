@@ -31,6 +31,7 @@ def test_bad_names(tmp_path: Path) -> None:
         scaffold_pack("okpack", tmp_path)
 
 
+@pytest.mark.slow
 def test_scaffolded_pack_installs_and_passes_conformance(tmp_path: Path) -> None:
     root = scaffold_pack("acme-npu", tmp_path)
     site = tmp_path / "site"

@@ -55,6 +55,7 @@ def test_prepare_qat_inserts_fake_quant_with_cuvil_scheme() -> None:
     assert acts and all((m.quant_min, m.quant_max) == (0, 255) for m in acts)
 
 
+@pytest.mark.slow
 def test_fine_tuning_updates_weights_and_observers() -> None:
     qat, x, _ = _fine_tuned()
     # gradients flowed (straight-through) into the conv weights and the observers moved
@@ -63,6 +64,7 @@ def test_fine_tuning_updates_weights_and_observers() -> None:
     assert qat.conv1.weight.grad is not None and float(qat.conv1.weight.grad.abs().sum()) > 0
 
 
+@pytest.mark.slow
 def test_compiled_int8_matches_fake_quant_forward_within_one_step() -> None:
     qat, x, _ = _fine_tuned()
     batch = x[:64]

@@ -21,9 +21,9 @@ def _load() -> ModuleType:
     return module
 
 
+@pytest.mark.slow
 def test_dry_run_writes_plans(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    pytest.importorskip("cuvil_ref.frontend")
     from cuvil_ref.plugin import host as host_mod
 
     previous = host_mod._HOST

@@ -23,6 +23,7 @@ MODELS = {
 }
 
 
+@pytest.mark.slow  # zoo models up to ResNet-50: the quick run leaves them out
 @pytest.mark.parametrize("name", list(MODELS))
 def test_zoo_model_int8_bit_exact(npu_host: PluginHost, name: str) -> None:
     from cuvil_ref import interpret
