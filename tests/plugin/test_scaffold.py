@@ -37,8 +37,18 @@ def test_scaffolded_pack_installs_and_passes_conformance(tmp_path: Path) -> None
     site = tmp_path / "site"
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(site), str(REPO), str(REPO / "conformance/src")])
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-           "--no-build-isolation", "--target", str(site), str(root)]
+    pip = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-deps",
+        "--no-build-isolation",
+        "--target",
+        str(site),
+        str(root),
+    ]
     done = _run(pip, env, tmp_path)
     assert done.returncode == 0, done.stderr
     # a broken pack, installed the same way, must not break the others
@@ -46,7 +56,8 @@ def test_scaffolded_pack_installs_and_passes_conformance(tmp_path: Path) -> None
     (broken / "src/cuvil_pack_broken").mkdir(parents=True)
     (broken / "src/cuvil_pack_broken/__init__.py").write_text("")
     (broken / "src/cuvil_pack_broken/plugin.py").write_text("raise ImportError('no driver')\n")
-    (broken / "pyproject.toml").write_text(textwrap.dedent("""\
+    (broken / "pyproject.toml").write_text(
+        textwrap.dedent("""\
         [build-system]
         requires = ["setuptools>=68"]
         build-backend = "setuptools.build_meta"
@@ -57,7 +68,8 @@ def test_scaffolded_pack_installs_and_passes_conformance(tmp_path: Path) -> None
         broken = "cuvil_pack_broken.plugin"
         [tool.setuptools.packages.find]
         where = ["src"]
-        """))
+        """)
+    )
     assert _run(pip[:-1] + [str(broken)], env, tmp_path).returncode == 0
     code = textwrap.dedent("""\
         import json, cuvil_ref
