@@ -55,8 +55,8 @@ def bench_model(name: str, target: str = "npu-v3") -> dict[str, Any]:
     import torch
 
     from cuvil_ref import interpret
-    from cuvil_ref.compiler import compile_module
     from cuvil_ref.frontend import torch_to_cuvilir
+    from cuvil_ref.lowering.compiler import compile_module
     from cuvil_ref.zoo import get_model
 
     rng = np.random.default_rng(0)

@@ -9,8 +9,8 @@ import torch
 from torch import nn
 
 from cuvil_ref import interpret
-from cuvil_ref.compiler import compile_module
 from cuvil_ref.frontend import torch_to_cuvilir
+from cuvil_ref.lowering.compiler import compile_module
 from cuvil_ref.zoo import get_model
 
 

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from cuvil_ref import interpret
-from cuvil_ref.compiler import compile_module
 from cuvil_ref.frontend import torch_to_cuvilir
+from cuvil_ref.lowering.compiler import compile_module
 from cuvil_ref.zoo.encoders import BertLike, VitLike
 
 
