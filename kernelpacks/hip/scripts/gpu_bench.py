@@ -74,7 +74,7 @@ def plan_model(name: str, shape: tuple[int, ...]) -> dict[str, Any]:
     """Planning-only summary of a zoo model for the hip target (no GPU needed)."""
     from cuvil_kernels_hip.executable import plan_metrics
     from cuvil_kernels_hip.lowered_sources import plan_graph, zoo_graph
-    from cuvil_kernels_hip.lowering import support_reason
+    from cuvil_kernels_hip.plugin import support_reason
 
     graph = zoo_graph(name, shape)
     declined = [
