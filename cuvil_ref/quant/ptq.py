@@ -578,6 +578,11 @@ RULES: dict[str, Rule] = {
     **{op: _pass_through for op in PASS_THROUGH if op in REGISTRY},
 }
 
+# Integer transformer ops (softmax, layer_norm, GELU tables, int8 data movement, constants).
+from cuvil_ref.quant.transformer_rules import transformer_rules  # noqa: E402
+
+RULES.update(transformer_rules(RULES))
+
 
 def quantize_graph(
     graph: Graph,

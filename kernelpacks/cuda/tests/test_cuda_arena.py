@@ -7,12 +7,12 @@ from collections.abc import Callable
 import numpy as np
 from cuvil_kernels_cuda import plugin
 
-from cuvil_ref.compiler import compile_module
 from cuvil_ref.interpreter import interpret
 from cuvil_ref.ir.builder import GraphBuilder
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Graph, Module
 from cuvil_ref.ir.types import TensorType
+from cuvil_ref.lowering.compiler import compile_module
 from cuvil_ref.passes.memory_plan import Buffer, MemoryPlan, plan_memory
 from cuvil_ref.plugin.target_spec import TargetSpec
 

@@ -11,7 +11,8 @@ as a last guard it runs the lowering itself, so a claim is never broken by a til
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -24,6 +25,8 @@ from cuvil_kernels_npu_sim.lower_pool import (
     lower_qavg_pool2d,
     lower_qmax_pool2d,
 )
+from cuvil_kernels_npu_sim.lowering_transformer import DMA_MOVES
+from cuvil_kernels_npu_sim.lowering_transformer import LOWERINGS as SFU_LOWERINGS
 from cuvil_kernels_npu_sim.program import Program
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Graph, Node
@@ -47,6 +50,7 @@ class Layer:
     inputs: tuple[tuple[str, str], ...]  # (IR value, program input region)
     output: str
     out_shape: tuple[int, ...]
+    attrs: Mapping[str, Any] = field(default_factory=dict)  # DMA moves: the node's attributes
 
 
 def _shape(node: Node, i: int) -> tuple[int, ...]:
@@ -98,7 +102,7 @@ def _out(node: Node) -> dict[str, int]:
     return {"out_zp": a["out_zp"], "qmin": a["qmin"], "qmax": a["qmax"]}
 
 
-def _qconv2d(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
+def _qconv2d(node: Node, graph: Graph, cfg: NpuConfig, **extra: Any) -> Program:
     a = node.attrs
     weight = _const(node, graph, 1, "weight")
     bias = _const(node, graph, 2, "bias")
@@ -116,10 +120,11 @@ def _qconv2d(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
         target=cfg,
         name=node.outputs[0].name,
         **_out(node),
+        **extra,
     )
 
 
-def _qlinear(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
+def _qlinear(node: Node, graph: Graph, cfg: NpuConfig, **extra: Any) -> Program:
     a = node.attrs
     return lower_qlinear(
         _shape(node, 0),
@@ -131,6 +136,7 @@ def _qlinear(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
         target=cfg,
         name=node.outputs[0].name,
         **_out(node),
+        **extra,
     )
 
 
@@ -251,9 +257,10 @@ LOWERINGS: Mapping[str, tuple[LowerFn, tuple[tuple[int, str], ...]]] = {
     "qmax_pool2d": (_qmax_pool2d, ((0, "x"),)),
     "qavg_pool2d": (_qavg_pool2d, ((0, "x"),)),
     "qadaptive_avg_pool2d": (_qadaptive_avg_pool2d, ((0, "x"),)),
+    **SFU_LOWERINGS,
 }
 
-SUPPORTED_OPS = frozenset(LOWERINGS) | DATA_MOVEMENT
+SUPPORTED_OPS = frozenset(LOWERINGS) | DATA_MOVEMENT | DMA_MOVES
 
 
 def _precheck(node: Node) -> None:
@@ -271,7 +278,7 @@ def _precheck(node: Node) -> None:
                 f"'%{v.name}' has symbolic dims {list(v.type.shape)}; npu_sim programs are "
                 "lowered for static shapes"
             )
-    if node.op in DATA_MOVEMENT and node.inputs[0].type.dtype != DType.i8:
+    if node.op in DATA_MOVEMENT | DMA_MOVES and node.inputs[0].type.dtype != DType.i8:
         raise Unsupported(
             f"{node.op} on {node.inputs[0].type.dtype.value}: npu_sim moves int8 tensors only"
         )
@@ -282,8 +289,9 @@ def lower_node(node: Node, graph: Graph, cfg: NpuConfig) -> Layer:
     _precheck(node)
     out = node.outputs[0]
     shape = tuple(int(d) for d in out.type.shape)
-    if node.op in DATA_MOVEMENT:
-        return Layer(out.name, node.op, None, ((node.inputs[0].name, "x"),), out.name, shape)
+    if node.op in DATA_MOVEMENT | DMA_MOVES:
+        x = ((node.inputs[0].name, "x"),)
+        return Layer(out.name, node.op, None, x, out.name, shape, dict(node.attrs))
     fn, runtime = LOWERINGS[node.op]
     try:
         program = fn(node, graph, cfg)

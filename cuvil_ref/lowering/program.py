@@ -17,7 +17,8 @@ import numpy as np
 from cuvil_ref.errors import CuvilError, TargetError
 from cuvil_ref.interpreter import check_input
 from cuvil_ref.ir.graph import Module
-from cuvil_ref.plugin.partition import Partition, PartitionPlan
+from cuvil_ref.lowering.partition import Partition, PartitionPlan
+from cuvil_ref.passes.memory_plan import MemoryPlan
 from cuvil_ref.plugin.target_spec import TargetSpec
 from cuvil_ref.plugin.types import Executable
 
@@ -26,6 +27,7 @@ from cuvil_ref.plugin.types import Executable
 class LoweredPartition:
     partition: Partition
     executable: Executable
+    memory: MemoryPlan  # the plan the pack was given for this partition
 
 
 @dataclass
