@@ -138,7 +138,8 @@ def test_unknown_target_option_is_refused(model_file: Path) -> None:
         ("{file}:not_a_module", "not_a_module() returned int; it must return a torch.nn.Module"),
         ("{file}", "names a Python file but no factory"),
         ("zoo:nope", "no zoo model 'nope'; available: mlp"),
-        ("model.onnx", "cannot tell what MODEL 'model.onnx' is"),
+        ("model.onnx", "ONNX model file 'model.onnx' does not exist"),
+        ("model.tflite", "cannot tell what MODEL 'model.tflite' is"),
     ],
 )
 def test_bad_models_give_one_error_line(model_file: Path, model: str, message: str) -> None:

@@ -46,6 +46,8 @@ def _reduction(kind: str, input_from: int):  # type: ignore[no-untyped-def]
         if axes is None:
             axes = tuple(range(x.type.rank))
         attrs = {"axes": axes, "keepdim": keep}
+        if any(x.type.shape[a] == 0 for a in axes):
+            return _empty(cx, x, kind, axes, keep)
 
         def total(v: Value) -> Value:
             s = cx.op("sum", [v], **attrs)
@@ -73,12 +75,25 @@ def _reduction(kind: str, input_from: int):  # type: ignore[no-untyped-def]
             return cx.op("log", [total(x)])
         # logsumexp, stably: m + log(sum(exp(x - m)))
         m = cx.op("amax", [x], axes=axes, keepdim=True)
-        finite = cx.op("where", [cx.op("isinf", [m]), cx.scalar(0, dt), m])
+        inf = cx.op("eq", [cx.op("abs", [m]), cx.scalar(np.inf, dt)])
+        finite = cx.op("where", [inf, cx.scalar(0, dt), m])
         s = cx.op("sum", [cx.op("exp", [cx.op("sub", [x, finite])])], **attrs)
         shift = finite if keep else cx.op("squeeze", [finite], axes=axes)
         return cx.op("add", [cx.op("log", [s]), shift])
 
     return convert
+
+
+def _empty(cx: OnnxContext, x: Value, kind: str, axes: tuple[int, ...], keep: bool) -> Value:
+    """A reduction over no elements: ONNX's identity values (max: the lowest value, min: the
+    highest, prod: 1, logsum and logsumexp: -inf, the sums: 0)."""
+    dt = x.type.dtype.numpy
+    dims = static_dims(cx, x, "an empty reduction")
+    shape = [1 if a in axes else d for a, d in enumerate(dims) if keep or a not in axes]
+    low = -np.inf if x.type.dtype.is_float else np.iinfo(dt).min
+    high = np.inf if x.type.dtype.is_float else np.iinfo(dt).max
+    fill = {"max": low, "min": high, "prod": 1, "logsum": -np.inf, "logsumexp": -np.inf}
+    return cx.constant(np.full(shape, fill.get(kind, 0), dtype=dt), "empty_reduction")
 
 
 def _int_mean(cx: OnnxContext, x: Value, attrs: dict) -> Value:  # type: ignore[type-arg]
