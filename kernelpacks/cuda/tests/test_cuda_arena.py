@@ -56,13 +56,13 @@ def test_views_and_in_place_writes_follow_the_plan(rng: np.random.Generator) -> 
     w = b.constant("w", np.arange(64, dtype=np.float32).reshape(8, 8) / 50 - 0.6)
     h = b.op("linear", [x, w])
     v = b.op("reshape", [h], {"shape": (16,)})  # a view: the same device bytes as h
-    r = b.op("relu", [b.op("sigmoid", [v])])  # written over the dying sigmoid output
+    r = b.op("relu", [b.op("sigmoid", [v])])  # both written in place over the dying linear output
     g = b.build([b.op("add", [b.op("reshape", [r], {"shape": (2, 8)}), x])])
     plan = plan_memory(g)
     exe = plugin.cuvil_lower_partition(TargetSpec("cuda"), g, {"memory_plan": plan})
     _check_runs(exe.run, g, rng)
     m = exe.metrics()
-    assert m["arena_views"] == 2 and m["arena_in_place"] == 1
+    assert m["arena_views"] == 2 and m["arena_in_place"] == 2
     assert m["arena_bytes"] <= plan.arena_bytes
 
 
@@ -71,5 +71,5 @@ def test_without_a_plan_the_kit_plans_the_partition(rng: np.random.Generator) ->
     exe = plugin.cuvil_lower_partition(TargetSpec("cuda"), g, {})
     _check_runs(exe.run, g, rng)
     m = exe.metrics()
-    assert m["arena_bytes"] == plan_memory(g).arena_bytes - 0 or m["arena_bytes"] > 0
-    assert m["arena_values"] >= 3
+    assert m["planned_arena_bytes"] == plan_memory(g).arena_bytes
+    assert m["arena_values"] >= 3 and 0 < m["arena_bytes"] <= m["planned_arena_bytes"]
