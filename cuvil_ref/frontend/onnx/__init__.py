@@ -37,7 +37,9 @@ def onnx_to_cuvilir(
     (:class:`~cuvil_ref.frontend.onnx.context.StaticInputError` names them).
     """
     return import_model(
-        load_model(path_or_model), input_shapes=input_shapes, name=name,
+        load_model(path_or_model),
+        input_shapes=input_shapes,
+        name=name,
         constant_inputs=constant_inputs,
     )
 

@@ -268,8 +268,10 @@ def _convert_node(
         if name == "":
             inputs.append(None)
         elif name not in env:
-            raise CaptureError(f"ONNX node {label} ({node.op_type}) reads '{name}', defined by no "
-                               "earlier node, input or initializer (the graph is not sorted?)")
+            raise CaptureError(
+                f"ONNX node {label} ({node.op_type}) reads '{name}', defined by no "
+                "earlier node, input or initializer (the graph is not sorted?)"
+            )
         else:
             inputs.append(env[name])
     attrs: dict[str, Any] = {}
@@ -285,7 +287,14 @@ def _convert_node(
             v = helper.get_attribute_value(a)
             attrs[a.name] = v.decode() if isinstance(v, bytes) else v
     view = OnnxNode(
-        node.op_type, node.name, tuple(inputs), attrs, len(node.output), version, opset, domain,
+        node.op_type,
+        node.name,
+        tuple(inputs),
+        attrs,
+        len(node.output),
+        version,
+        opset,
+        domain,
         subgraphs,
     )
     cx.node = view

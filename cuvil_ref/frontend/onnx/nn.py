@@ -22,7 +22,11 @@ TABLE: dict[str, OnnxConverter] = {}
 
 
 def spatial_pads(
-    cx: OnnxContext, node: OnnxNode, x: Value, kernel: Sequence[int], strides: Sequence[int],
+    cx: OnnxContext,
+    node: OnnxNode,
+    x: Value,
+    kernel: Sequence[int],
+    strides: Sequence[int],
     dilations: Sequence[int],
 ) -> list[int]:
     """ONNX ``pads`` (all begins, then all ends), with ``auto_pad`` resolved."""
@@ -64,8 +68,14 @@ def conv(cx: OnnxContext, node: OnnxNode) -> Value:
         raise cx.error(f"Conv over {len(k)} spatial dims: Cuvil's IR has 2-D convolution")
     pads = spatial_pads(cx, node, x, k, strides, dilations)
     inputs = [x, w] + ([b] if b is not None else [])
-    return cx.op("conv2d", inputs, stride=tuple(strides), padding=(pads[0], pads[1], pads[2],
-                 pads[3]), dilation=tuple(dilations), groups=int(node.attr("group", 1)))
+    return cx.op(
+        "conv2d",
+        inputs,
+        stride=tuple(strides),
+        padding=(pads[0], pads[1], pads[2], pads[3]),
+        dilation=tuple(dilations),
+        groups=int(node.attr("group", 1)),
+    )
 
 
 def _pool2d(cx: OnnxContext, node: OnnxNode, kind: str) -> Value:
@@ -81,8 +91,15 @@ def _pool2d(cx: OnnxContext, node: OnnxNode, kind: str) -> Value:
         if not symmetric:
             x = cx.op("pad", [x], pads=(left, right, top, bottom), value=float("-inf"))
             top = left = 0
-        return cx.op("max_pool2d", [x], kernel=tuple(k), stride=tuple(strides),
-                     padding=(top, left), dilation=tuple(dilations), ceil_mode=ceil)
+        return cx.op(
+            "max_pool2d",
+            [x],
+            kernel=tuple(k),
+            stride=tuple(strides),
+            padding=(top, left),
+            dilation=tuple(dilations),
+            ceil_mode=ceil,
+        )
     if any(d != 1 for d in dilations):
         raise cx.error("AveragePool with dilations is not supported")
     include = bool(node.attr("count_include_pad", 0))
@@ -91,8 +108,15 @@ def _pool2d(cx: OnnxContext, node: OnnxNode, kind: str) -> Value:
             raise cx.error("AveragePool with asymmetric pads and count_include_pad=0")
         x = cx.op("pad", [x], pads=(left, right, top, bottom), value=0.0)
         top = left = 0
-    return cx.op("avg_pool2d", [x], kernel=tuple(k), stride=tuple(strides), padding=(top, left),
-                 ceil_mode=ceil, count_include_pad=include)
+    return cx.op(
+        "avg_pool2d",
+        [x],
+        kernel=tuple(k),
+        stride=tuple(strides),
+        padding=(top, left),
+        ceil_mode=ceil,
+        count_include_pad=include,
+    )
 
 
 @onnx_op(TABLE, "MaxPool", 1, 8, 10, 11, 12, 22)
@@ -132,8 +156,13 @@ def gemm(cx: OnnxContext, node: OnnxNode) -> Value:
     alpha, beta = float(node.attr("alpha", 1.0)), float(node.attr("beta", 1.0))
     if int(node.attr("transA", 0)):
         a = cx.op("permute", [a], perm=(1, 0))
-    if int(node.attr("transB", 0)) and c is not None and alpha == 1.0 and beta == 1.0 \
-            and c.type.rank == 1:
+    if (
+        int(node.attr("transB", 0))
+        and c is not None
+        and alpha == 1.0
+        and beta == 1.0
+        and c.type.rank == 1
+    ):
         return cx.op("linear", [a, b, c])  # the common fully connected layer
     if int(node.attr("transB", 0)):
         b = cx.op("permute", [b], perm=(1, 0))
@@ -153,8 +182,11 @@ def batch_norm(cx: OnnxContext, node: OnnxNode) -> Value:
     if int(node.attr("training_mode", 0)):
         raise cx.error("BatchNormalization in training mode; export the model in eval mode")
     x, scale, bias, mean, var = node.inputs[:5]
-    return cx.op("batch_norm", [x, mean, var, scale, bias],  # type: ignore[list-item]
-                 eps=float(node.attr("epsilon", 1e-5)))
+    return cx.op(
+        "batch_norm",
+        [x, mean, var, scale, bias],  # type: ignore[list-item]
+        eps=float(node.attr("epsilon", 1e-5)),
+    )
 
 
 @onnx_op(TABLE, "InstanceNormalization", 1, 6, 22)
@@ -164,8 +196,12 @@ def instance_norm(cx: OnnxContext, node: OnnxNode) -> Value:
     c = x.type.shape[1]
     if not isinstance(c, int):
         raise cx.error("InstanceNormalization needs a static channel count")
-    return cx.op("group_norm", [x, scale, bias], num_groups=c,  # type: ignore[list-item]
-                 eps=float(node.attr("epsilon", 1e-5)))
+    return cx.op(
+        "group_norm",
+        [x, scale, bias],
+        num_groups=c,  # type: ignore[list-item]
+        eps=float(node.attr("epsilon", 1e-5)),
+    )
 
 
 def _stash(x: Value, node: OnnxNode) -> DType:
@@ -208,8 +244,12 @@ def layer_norm(cx: OnnxContext, node: OnnxNode) -> Sequence[Value]:
 @onnx_op(TABLE, "GroupNormalization", 21)
 def group_norm(cx: OnnxContext, node: OnnxNode) -> Value:
     x, scale, bias = node.inputs[:3]
-    return cx.op("group_norm", [x, scale, bias],  # type: ignore[list-item]
-                 num_groups=int(node.attr("num_groups")), eps=float(node.attr("epsilon", 1e-5)))
+    return cx.op(
+        "group_norm",
+        [x, scale, bias],  # type: ignore[list-item]
+        num_groups=int(node.attr("num_groups")),
+        eps=float(node.attr("epsilon", 1e-5)),
+    )
 
 
 @onnx_op(TABLE, "RMSNormalization", 23)
@@ -221,8 +261,7 @@ def rms_norm(cx: OnnxContext, node: OnnxNode) -> Value:
     eps = float(node.attr("epsilon", 1e-5))
     dt = _stash(x, node)
     xs = cx.cast(x, dt)
-    ms = cx.op("mean", [cx.op("mul", [xs, xs])], axes=tuple(range(axis, x.type.rank)),
-               keepdim=True)
+    ms = cx.op("mean", [cx.op("mul", [xs, xs])], axes=tuple(range(axis, x.type.rank)), keepdim=True)
     y = cx.op("mul", [xs, cx.op("rsqrt", [cx.op("add", [ms, cx.scalar(eps, dt)])])])
     return cx.op("mul", [cx.cast(y, x.type.dtype), scale])
 
@@ -323,8 +362,11 @@ def dropout(cx: OnnxContext, node: OnnxNode) -> Sequence[Value]:
         raise cx.error("Dropout in training mode is random; Cuvil imports inference graphs")
     if node.version < 12 and int(node.attr("is_test", 1)) == 0 and node.version < 7:
         raise cx.error("Dropout in training mode")
-    mask = cx.constant(np.ones(static_dims(cx, x, "Dropout's mask"), dtype=bool), "mask") \
-        if node.num_outputs > 1 else x
+    mask = (
+        cx.constant(np.ones(static_dims(cx, x, "Dropout's mask"), dtype=bool), "mask")
+        if node.num_outputs > 1
+        else x
+    )
     return [x, mask]
 
 

@@ -25,8 +25,11 @@ _LATEST = (21, 23, 24, 25)
 
 def _per_axis(cx: OnnxContext, node: OnnxNode, x: Value, p: Value | None) -> Value | None:
     """A 1-D per-axis parameter reshaped to broadcast along ``axis`` of ``x``."""
-    if p is None or p.type.rank == 0 or (p.type.rank == 1 and p.type.shape[0] == 1
-                                         and x.type.rank == 0):
+    if (
+        p is None
+        or p.type.rank == 0
+        or (p.type.rank == 1 and p.type.shape[0] == 1 and x.type.rank == 0)
+    ):
         return p
     if int(node.attr("block_size", 0)):
         raise cx.error("blocked quantization (block_size) is not supported")

@@ -39,10 +39,13 @@ def _reduction(kind: str, input_from: int):  # type: ignore[no-untyped-def]
         dt = x.type.dtype
         if axes == ():
             # nothing to reduce: ONNX still applies the elementwise part (|x|, x^2, ...)
-            return {"l1": lambda: cx.op("abs", [x]), "l2": lambda: cx.op("abs", [x]),
-                    "sumsquare": lambda: cx.op("mul", [x, x]),
-                    "logsum": lambda: cx.op("log", [x]),
-                    "logsumexp": lambda: x}.get(kind, lambda: x)()
+            return {
+                "l1": lambda: cx.op("abs", [x]),
+                "l2": lambda: cx.op("abs", [x]),
+                "sumsquare": lambda: cx.op("mul", [x, x]),
+                "logsum": lambda: cx.op("log", [x]),
+                "logsumexp": lambda: x,
+            }.get(kind, lambda: x)()
         if axes is None:
             axes = tuple(range(x.type.rank))
         attrs = {"axes": axes, "keepdim": keep}
@@ -68,8 +71,7 @@ def _reduction(kind: str, input_from: int):  # type: ignore[no-untyped-def]
         if kind == "l2":
             if not dt.is_float:
                 xf = cx.cast(x, DType.f64)
-                return cx.cast(cx.op("sqrt", [cx.op("sum", [cx.op("mul", [xf, xf])], **attrs)]),
-                               dt)
+                return cx.cast(cx.op("sqrt", [cx.op("sum", [cx.op("mul", [xf, xf])], **attrs)]), dt)
             return cx.op("sqrt", [total(cx.op("mul", [x, x]))])
         if kind == "logsum":
             return cx.op("log", [total(x)])
@@ -145,8 +147,12 @@ def topk(cx: OnnxContext, node: OnnxNode) -> Sequence[Value]:
     if int(node.attr("largest", 1)):
         values, indices = cx.op_multi("topk", [x], k=k, axis=axis)
         return [values, indices]
-    if not x.type.dtype.is_float and x.type.dtype not in (DType.i32, DType.i64, DType.i16,
-                                                         DType.i8):
+    if not x.type.dtype.is_float and x.type.dtype not in (
+        DType.i32,
+        DType.i64,
+        DType.i16,
+        DType.i8,
+    ):
         raise cx.error(f"TopK largest=0 on {x.type.dtype.value} is not supported")
     values, indices = cx.op_multi("topk", [cx.op("neg", [x])], k=k, axis=axis)
     return [cx.op("neg", [values]), indices]

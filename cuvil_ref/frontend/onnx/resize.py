@@ -31,7 +31,11 @@ from cuvil_ref.ir.graph import Value
 TABLE: dict[str, OnnxConverter] = {}
 
 TRANSFORMS = (
-    "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
+    "half_pixel",
+    "half_pixel_symmetric",
+    "pytorch_half_pixel",
+    "align_corners",
+    "asymmetric",
     "tf_crop_and_resize",
 )
 NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
@@ -104,8 +108,14 @@ def _cubic(a: float, antialias: bool) -> Callable[[float, float], np.ndarray]:
 
 
 def axis_weights(
-    n: int, m: int, scale: float, transform: str, coeffs: Callable[[float, float], np.ndarray],
-    exclude_outside: bool, roi: tuple[float, float], extrapolation: float,
+    n: int,
+    m: int,
+    scale: float,
+    transform: str,
+    coeffs: Callable[[float, float], np.ndarray],
+    exclude_outside: bool,
+    roi: tuple[float, float],
+    extrapolation: float,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """``(W, extrapolated)``: output = W @ input along the axis (W is m x n, float64); rows of
     ``extrapolated`` (tf_crop_and_resize outside the input) take ``extrapolation_value``."""
@@ -131,13 +141,21 @@ def axis_weights(
     return w, outside
 
 
-def _apply(cx: OnnxContext, x: Value, axis: int, w: np.ndarray, outside: np.ndarray | None,
-           extrapolation: float, nearest: bool) -> Value:
+def _apply(
+    cx: OnnxContext,
+    x: Value,
+    axis: int,
+    w: np.ndarray,
+    outside: np.ndarray | None,
+    extrapolation: float,
+    nearest: bool,
+) -> Value:
     rank = x.type.rank
     if nearest:
         index = np.argmax(w, axis=1)
-        y = cx.op("index_select", [x, cx.constant(index.astype(np.int64), "resize_index")],
-                  axis=axis)
+        y = cx.op(
+            "index_select", [x, cx.constant(index.astype(np.int64), "resize_index")], axis=axis
+        )
     else:
         perm = [d for d in range(rank) if d != axis] + [axis]
         inverse = tuple(int(p) for p in np.argsort(perm))
@@ -154,8 +172,13 @@ def _apply(cx: OnnxContext, x: Value, axis: int, w: np.ndarray, outside: np.ndar
 
 
 def resize_axes(
-    cx: OnnxContext, node: OnnxNode, x: Value, scales: list[float] | None,
-    sizes: list[int] | None, axes: list[int], roi: list[float] | None,
+    cx: OnnxContext,
+    node: OnnxNode,
+    x: Value,
+    scales: list[float] | None,
+    sizes: list[int] | None,
+    axes: list[int],
+    roi: list[float] | None,
 ) -> Value:
     dims = static_dims(cx, x, "Resize")
     rank = len(dims)
@@ -206,8 +229,9 @@ def resize_axes(
         lo_hi = (roi[i], roi[len(axes) + i]) if roi else (0.0, 1.0)
         if out[a] == dims[a] and math.isclose(full_scale[a], 1.0) and lo_hi == (0.0, 1.0):
             continue
-        w, outside = axis_weights(dims[a], out[a], full_scale[a], transform, coeffs, exclude,
-                                  lo_hi, extrapolation)
+        w, outside = axis_weights(
+            dims[a], out[a], full_scale[a], transform, coeffs, exclude, lo_hi, extrapolation
+        )
         x = _apply(cx, x, a, w, outside, extrapolation, mode == "nearest")
     return x
 
@@ -241,12 +265,23 @@ def resize(cx: OnnxContext, node: OnnxNode) -> Value:
 def upsample(cx: OnnxContext, node: OnnxNode) -> Value:
     """Deprecated ``Resize``: asymmetric coordinates, nearest rounds down."""
     x = x_of(node)
-    scales = (node.attr("scales") if node.version < 9 else
-              [float(s) for s in cx.static(node.inputs[1], "scales").reshape(-1)])
-    view = OnnxNode(node.op_type, node.name, node.inputs, {"mode": node.attr("mode", "nearest")},
-                    1, 10, node.opset)
-    return resize_axes(cx, view, x, [float(s) for s in scales], None, list(range(x.type.rank)),
-                       None)
+    scales = (
+        node.attr("scales")
+        if node.version < 9
+        else [float(s) for s in cx.static(node.inputs[1], "scales").reshape(-1)]
+    )
+    view = OnnxNode(
+        node.op_type,
+        node.name,
+        node.inputs,
+        {"mode": node.attr("mode", "nearest")},
+        1,
+        10,
+        node.opset,
+    )
+    return resize_axes(
+        cx, view, x, [float(s) for s in scales], None, list(range(x.type.rank)), None
+    )
 
 
 __all__ = ["TABLE", "axis_weights", "source_coords"]

@@ -47,8 +47,9 @@ def static_dims(cx: OnnxContext, x: Value, what: str) -> tuple[int, ...]:
 
 def select(cx: OnnxContext, x: Value, axis: int, index: np.ndarray) -> Value:
     """``x`` with dim ``axis`` replaced by ``x[..., index[k], ...]`` (a constant index)."""
-    return cx.op("index_select", [x, cx.constant(np.asarray(index, dtype=np.int64), "index")],
-                 axis=axis)
+    return cx.op(
+        "index_select", [x, cx.constant(np.asarray(index, dtype=np.int64), "index")], axis=axis
+    )
 
 
 @onnx_op(TABLE, "Reshape", 5, 13, 14, 19, *_LATEST)
@@ -61,7 +62,9 @@ def reshape(cx: OnnxContext, node: OnnxNode) -> Value:
     for i, d in enumerate(shape):
         if d == 0 and not allowzero:
             if i >= x.type.rank:
-                raise cx.error(f"shape {shape} copies dim {i}, but the input has rank {x.type.rank}")
+                raise cx.error(
+                    f"shape {shape} copies dim {i}, but the input has rank {x.type.rank}"
+                )
             shape[i] = x.type.shape[i]
     return cx.op("reshape", [x], shape=tuple(shape))
 

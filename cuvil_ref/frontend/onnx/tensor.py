@@ -23,8 +23,12 @@ def constant(cx: OnnxContext, node: OnnxNode) -> Value:
     attrs = node.attrs
     if "value" in attrs:
         return cx.constant(attrs["value"], node.name or "constant")
-    for key, dtype in (("value_float", np.float32), ("value_floats", np.float32),
-                       ("value_int", np.int64), ("value_ints", np.int64)):
+    for key, dtype in (
+        ("value_float", np.float32),
+        ("value_floats", np.float32),
+        ("value_int", np.int64),
+        ("value_ints", np.int64),
+    ):
         if key in attrs:
             return cx.constant(np.asarray(attrs[key], dtype=dtype), node.name or "constant")
     raise cx.error(f"Constant with attribute {sorted(attrs)} is not supported (strings, sparse)")
@@ -67,7 +71,9 @@ def size(cx: OnnxContext, node: OnnxNode) -> Value:
 def range_(cx: OnnxContext, node: OnnxNode) -> Value:
     """``start + i * delta`` for ``i < max(ceil((limit - start) / delta), 0)``, in the inputs'
     type."""
-    start, limit, delta = (cx.static(v, n) for v, n in zip(node.inputs, ("start", "limit", "delta")))
+    start, limit, delta = (
+        cx.static(v, n) for v, n in zip(node.inputs, ("start", "limit", "delta"))
+    )
     dtype = np.asarray(start).dtype
     n = int(max(np.ceil((float(limit) - float(start)) / float(delta)), 0))
     out = (np.asarray(start) + np.arange(n).astype(dtype) * np.asarray(delta)).astype(dtype)
@@ -123,7 +129,7 @@ def gather(cx: OnnxContext, node: OnnxNode) -> Value:
     if index.type.rank == 1:
         return y
     dims = x.type.shape
-    out = (*dims[:axis], *index.type.shape, *dims[axis + 1:])
+    out = (*dims[:axis], *index.type.shape, *dims[axis + 1 :])
     return cx.op("reshape", [y], shape=tuple(out))
 
 
@@ -146,15 +152,14 @@ def gather_nd(cx: OnnxContext, node: OnnxNode) -> Value:
     dims = static_dims(cx, x, "GatherND")
     idims = static_dims(cx, index, "GatherND")
     k = idims[-1]
-    indexed, rest = dims[b: b + k], dims[b + k:]
-    strides = np.array([int(np.prod(indexed[j + 1:])) for j in range(k)], dtype=np.int64)
+    indexed, rest = dims[b : b + k], dims[b + k :]
+    strides = np.array([int(np.prod(indexed[j + 1 :])) for j in range(k)], dtype=np.int64)
     index = cx.cast(index, DType.i64)
     size = cx.constant(np.asarray(indexed, dtype=np.int64), "dims")
     neg = cx.op("lt", [index, cx.scalar(0, DType.i64)])
     index = cx.op("where", [neg, cx.op("add", [index, size]), index])
     linear = cx.op("sum", [cx.op("mul", [index, cx.constant(strides, "strides")])], axes=(-1,))
     batch = int(np.prod(dims[:b]))
-    per = int(np.prod(idims[b:-1]))
     # offset each batch's linear index into the flattened (batch * prod(indexed)) rows
     offs = (np.arange(batch, dtype=np.int64) * int(np.prod(indexed))).reshape(
         tuple(dims[:b]) + (1,) * (len(idims) - 1 - b)
