@@ -17,7 +17,7 @@ import numpy as np
 from cuvil_ref.errors import QuantizationError
 from cuvil_ref.ir.graph import Graph, Module
 from cuvil_ref.ir.verifier import verify
-from cuvil_ref.quant import arith
+from cuvil_ref.ops import qarith
 from cuvil_ref.quant.calibrate import (
     OBSERVERS,
     Batch,
@@ -142,7 +142,7 @@ def _layer_sqnr(
         new_name, q = vmap[name]
         value = got[new_name]
         if q is not None:
-            value = arith.dequantize(value, q.scale, q.zp)
+            value = qarith.dequantize(value, q.scale, q.zp)
         layer["sqnr_db"] = sqnr_db(ref[name], value) if value.shape == ref[name].shape else None
 
 

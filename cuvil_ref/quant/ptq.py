@@ -32,10 +32,9 @@ from cuvil_ref.ir.builder import GraphBuilder
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Graph, Node, Value
 from cuvil_ref.ir.types import QuantParams
-from cuvil_ref.ops import REGISTRY, get_op
+from cuvil_ref.ops import REGISTRY, get_op, qarith
 from cuvil_ref.ops.qpool import adaptive_windows
 from cuvil_ref.passes.dce import eliminate_dead_code
-from cuvil_ref.quant import arith
 from cuvil_ref.quant.observers import PerChannelMinMaxObserver
 
 #: Ops that run unchanged on int8 data, keeping the input's scale and zero point.
@@ -311,10 +310,10 @@ def _quantize_weight(rw: Rewriter, w: np.ndarray) -> tuple[np.ndarray, np.ndarra
         scales, _ = obs.qparams()
     else:
         amax = float(np.abs(w).max()) if w.size else 0.0
-        s, _ = arith.choose_qparams(-amax, amax, True, arith.WEIGHT_QMIN, arith.WEIGHT_QMAX)
+        s, _ = qarith.choose_qparams(-amax, amax, True, qarith.WEIGHT_QMIN, qarith.WEIGHT_QMAX)
         scales = np.full(w.shape[0], s, np.float32)
-    qw = arith.quantize(
-        w, scales, np.zeros(len(scales), np.int64), arith.WEIGHT_QMIN, arith.WEIGHT_QMAX, axis=0
+    qw = qarith.quantize(
+        w, scales, np.zeros(len(scales), np.int64), qarith.WEIGHT_QMIN, qarith.WEIGHT_QMAX, axis=0
     )
     return qw, scales
 
@@ -340,20 +339,20 @@ def _accumulating(
     max_bias = 0
     if bias is not None:
         qb = np.rint(np.asarray(bias, np.float64) / bias_scale)
-        if np.abs(qb).max(initial=0) > arith.INT32_MAX:
+        if np.abs(qb).max(initial=0) > qarith.INT32_MAX:
             raise Fallback("the int32 bias overflows at scale s_in * s_w")
         qb = qb.astype(np.int32)
         max_bias = int(np.abs(qb.astype(np.int64)).max(initial=0))
         inputs.append(rw.const(f"{node.inputs[-1].name}_q", qb))
     try:
-        arith.check_accumulator_bound(k, max_bias)
+        qarith.check_accumulator_bound(k, max_bias)
     except QuantizationError as exc:
         raise Fallback(f"{exc}") from exc
     ratios = [float(xq.scale) * float(s) / float(out[0]) for s in sw]
     if not rw.per_channel:
         ratios = ratios[:1]
-    mult, shift = arith.quantize_multipliers(ratios)
-    qmin, qmax = arith.relu_bounds(kind, out[0], out[1])
+    mult, shift = qarith.quantize_multipliers(ratios)
+    qmin, qmax = qarith.relu_bounds(kind, out[0], out[1])
     attrs = {
         **attrs,
         "x_zp": xq.zp,
@@ -406,8 +405,8 @@ def _matmul(rw: Rewriter, node: Node) -> dict[str, Any]:
     kind, final = rw.fuse(node)
     out = rw.out_params(final)
     aq, bq = rw.as_int8(a), rw.as_int8(b)
-    mult, shift = arith.quantize_multiplier(float(aq.scale) * float(bq.scale) / float(out[0]))
-    qmin, qmax = arith.relu_bounds(kind, out[0], out[1])
+    mult, shift = qarith.quantize_multiplier(float(aq.scale) * float(bq.scale) / float(out[0]))
+    qmin, qmax = qarith.relu_bounds(kind, out[0], out[1])
     attrs = {
         "a_zp": aq.zp,
         "b_zp": bq.zp,
@@ -430,14 +429,14 @@ def _binary(op: str) -> Callable[[Rewriter, Node], dict[str, Any]]:
         aq, bq = rw.as_int8(node.inputs[0]), rw.as_int8(node.inputs[1])
         so = float(out[0])
         if op == "qadd":
-            mults, shift = arith.shared_shift_multipliers(
+            mults, shift = qarith.shared_shift_multipliers(
                 [float(aq.scale) / so, float(bq.scale) / so]
             )
             rescale = {"multiplier": mults, "shift": (shift,)}
         else:
-            m, s = arith.quantize_multiplier(float(aq.scale) * float(bq.scale) / so)
+            m, s = qarith.quantize_multiplier(float(aq.scale) * float(bq.scale) / so)
             rescale = {"multiplier": (m,), "shift": (s,)}
-        qmin, qmax = arith.relu_bounds(kind, out[0], out[1])
+        qmin, qmax = qarith.relu_bounds(kind, out[0], out[1])
         attrs = {"a_zp": aq.zp, "b_zp": bq.zp, **rescale, "qmin": qmin, "qmax": qmax}
         q = rw.emit(node, op, [aq.value, bq.value], attrs, out, final)
         rw.claim(node, kind, final)
@@ -449,7 +448,7 @@ def _binary(op: str) -> Callable[[Rewriter, Node], dict[str, Any]]:
 def _concat(rw: Rewriter, node: Node) -> dict[str, Any]:
     out = rw.out_params(node.outputs[0].name)
     qs = [rw.as_int8(v) for v in node.inputs]
-    mult, shift = arith.quantize_multipliers([float(q.scale) / float(out[0]) for q in qs])
+    mult, shift = qarith.quantize_multipliers([float(q.scale) / float(out[0]) for q in qs])
     attrs = {
         "axis": node.attrs.get("axis", 0),
         "x_zp": tuple(q.zp for q in qs),
@@ -478,7 +477,7 @@ def _window(node: Node) -> dict[str, Any]:
 
 def _pool_table(xq: QValue, out: tuple[np.float32, int], n_max: int) -> dict[str, Any]:
     ratios = [float(xq.scale) / (float(out[0]) * n) for n in range(1, n_max + 1)]
-    mult, shift = arith.quantize_multipliers(ratios)
+    mult, shift = qarith.quantize_multipliers(ratios)
     return {
         "x_zp": xq.zp,
         "multiplier": tuple(int(m) for m in mult),
@@ -559,7 +558,7 @@ def _pass_through(rw: Rewriter, node: Node) -> dict[str, Any]:
 def _activation(rw: Rewriter, node: Node) -> dict[str, Any]:
     """A relu/relu6 not fused into its producer: an integer clamp at the input's params."""
     xq = _int8_input(rw, node)
-    lo, hi = arith.relu_bounds(node.op, xq.scale, xq.zp)
+    lo, hi = qarith.relu_bounds(node.op, xq.scale, xq.zp)
     return _typed(rw, node, "clamp", [xq.value], {"min": float(lo), "max": float(hi)}, xq)
 
 

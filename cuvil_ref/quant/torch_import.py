@@ -13,7 +13,7 @@ Two halves:
   Q/DQ pairs): the pairs are stripped into per-value parameters, and the PTQ rewriter
   (:mod:`cuvil_ref.quant.ptq`) runs with those parameters instead of calibrated ones and with the
   imported weight scales, so the integer ops (qconv2d, qlinear, qadd...) and their multipliers
-  come from ``arith.quantize_multiplier`` exactly as for PTQ. A value without a fake-quant stays in
+  come from ``qarith.quantize_multiplier`` exactly as for PTQ. A value without a fake-quant stays in
   float, as it does in torch. Calibration data is used only for the report's SQNR figures.
 """
 
@@ -29,11 +29,12 @@ from cuvil_ref.errors import CaptureError
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.graph import Graph, Module, Node, Value
 from cuvil_ref.ir.verifier import verify
+from cuvil_ref.ops import qarith
 from cuvil_ref.passes.dce import eliminate_dead_code
-from cuvil_ref.quant import arith, ptq
+from cuvil_ref.quant import ptq
 from cuvil_ref.quant.ptq import Fallback, QValue, QWeight, Rewriter
 
-INT8_RANGE = (arith.INT8_MIN, arith.INT8_MAX)
+INT8_RANGE = (qarith.INT8_MIN, qarith.INT8_MAX)
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def torch_qparams(
     scales = np.atleast_1d(np.asarray(_np(scale), np.float32))
     zps = np.atleast_1d(np.asarray(_np(zero_point))).astype(np.int64) + off
     lo, hi = int(qmin) + off, int(qmax) + off
-    if not arith.INT8_MIN <= lo <= hi <= arith.INT8_MAX:
+    if not qarith.INT8_MIN <= lo <= hi <= qarith.INT8_MAX:
         raise CaptureError(f"{what}: quant range [{qmin}, {qmax}] of {dtype} does not fit 8 bits")
     return TorchQParams(tuple(float(s) for s in scales), tuple(int(z) for z in zps), axis, lo, hi)
 
@@ -379,7 +380,7 @@ class ImportRewriter(Rewriter):
         p = self.weights[name]
         scales = np.broadcast_to(np.asarray(p.scale, np.float32), (w.shape[0],)).copy()
         zeros = np.zeros(w.shape[0], np.int64)
-        values = arith.quantize(w, scales, zeros, p.qmin, p.qmax, axis=0)
+        values = qarith.quantize(w, scales, zeros, p.qmin, p.qmax, axis=0)
         scheme = "int8 per-channel" if p.axis == 0 else "int8 per-tensor"
         return QWeight(values, scales, scheme, {"params": "imported"})
 
@@ -398,7 +399,7 @@ class ImportRewriter(Rewriter):
         lo, hi = self.ranges[name]
         if (float(q.scale), q.zp) == (float(scale), zp) and (lo, hi) == INT8_RANGE:
             return
-        mult, shift = arith.quantize_multiplier(float(q.scale) / float(scale))
+        mult, shift = qarith.quantize_multiplier(float(q.scale) / float(scale))
         attrs = {"x_zp": q.zp, "multiplier": (mult,), "shift": (shift,), "out_scale": float(scale)}
         attrs.update({"out_zp": zp, "qmin": lo, "qmax": hi})
         v = self.b.op("requantize", [q.value], attrs, name=f"{name}_rq")
@@ -433,7 +434,7 @@ def _requantize(rw: Rewriter, node: Node) -> dict[str, Any]:
     name = node.outputs[0].name
     out = rw.out_params(name)
     xq = rw.as_int8(node.inputs[0])
-    mult, shift = arith.quantize_multiplier(float(xq.scale) / float(out[0]))
+    mult, shift = qarith.quantize_multiplier(float(xq.scale) / float(out[0]))
     attrs = {"x_zp": xq.zp, "multiplier": (mult,), "shift": (shift,)}
     q = rw.emit(node, "requantize", [xq.value], attrs, out, name)
     return ptq._layer(node, "int8 per-tensor", qop="requantize", **ptq._io([xq], q))
