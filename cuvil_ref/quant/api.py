@@ -1,6 +1,6 @@
 """``quantize_module``: post-training int8 quantization of an IR module, with a report.
 
-Pipeline: fold batch norms into convs, calibrate every float activation on the calibration batches
+Pipeline: fold batch norms into convs (the ``fold_batchnorm`` pass), calibrate every float activation on the calibration batches
 with the reference interpreter (:mod:`cuvil_ref.quant.calibrate`), rewrite into integer ops
 (:mod:`cuvil_ref.quant.ptq`), verify, then measure: per-layer SQNR against fp32 on the first
 calibration batch and the output SQNR over all calibration batches.
@@ -18,6 +18,7 @@ from cuvil_ref.errors import QuantizationError
 from cuvil_ref.ir.graph import Graph, Module
 from cuvil_ref.ir.verifier import verify
 from cuvil_ref.ops import qarith
+from cuvil_ref.passes.fold_batchnorm import fold_batchnorm
 from cuvil_ref.quant.calibrate import (
     OBSERVERS,
     Batch,
@@ -28,7 +29,7 @@ from cuvil_ref.quant.calibrate import (
     walk,
 )
 from cuvil_ref.quant.calibrate import calibrate as run_calibration
-from cuvil_ref.quant.ptq import QValue, fold_batch_norm, quantize_graph
+from cuvil_ref.quant.ptq import QValue, quantize_graph
 
 MISSING_DATA = (
     "int8 accuracy needs representative calibration data; without it activation ranges are "
@@ -100,7 +101,7 @@ def quantize_module(
                 "representative inputs (each batch a tuple of arrays, one per model input)"
             )
         calibration_data = example_inputs
-    graph = fold_batch_norm(mod.graph)
+    graph = fold_batchnorm(mod.graph).graph
     batches = normalize_batches(graph, calibration_data)
     qparams = run_calibration(graph, batches, observer, **observer_options)
     qgraph, layers, vmap = quantize_graph(graph, qparams, per_channel=per_channel, skip=skip)

@@ -136,13 +136,13 @@ def quantize_lowp(
     No calibration is needed; given data (or example inputs), the report carries the output
     SQNR against fp32.
     """
+    from cuvil_ref.passes.fold_batchnorm import fold_batchnorm
     from cuvil_ref.quant.api import _output_sqnr
     from cuvil_ref.quant.calibrate import normalize_batches
-    from cuvil_ref.quant.ptq import fold_batch_norm
 
     if mode not in LOW:
         raise QuantizationError(f"quantize_lowp: mode {mode!r} is not one of {list(LOW)}")
-    graph = fold_batch_norm(module.graph)
+    graph = fold_batchnorm(module.graph).graph
     new, layers = to_low_precision(graph, LOW[mode])
     data = calibration_data if calibration_data is not None else example_inputs
     sqnr = None

@@ -71,47 +71,6 @@ class QValue:
     zp: int
 
 
-def fold_batch_norm(graph: Graph) -> Graph:
-    """Fold ``batch_norm`` into the preceding ``conv2d`` when the conv's output feeds only it and
-    every parameter is a constant: ``w' = w * g``, ``b' = (b - mean) * g + beta`` with
-    ``g = weight / sqrt(var + eps)`` (float64 host math, stored as float32)."""
-    users, consts = graph.users(), graph.constants
-    producer = graph.producers()
-    outputs = {v.name for v in graph.outputs}
-    new_consts = dict(consts)
-    folded: dict[str, Node] = {}  # conv output name -> replacement conv (named like the BN output)
-    drop: set[int] = set()
-    for bn in graph.nodes:
-        conv = producer.get(bn.inputs[0].name)
-        if bn.op != "batch_norm" or conv is None or conv.op != "conv2d":
-            continue
-        params = [v.name for v in bn.inputs[1:]] + [v.name for v in conv.inputs[1:]]
-        if (
-            len(users.get(conv.output.name, [])) != 1
-            or conv.output.name in outputs
-            or not all(p in consts for p in params)
-        ):
-            continue
-        mean, var = (np.asarray(consts[v.name], np.float64) for v in bn.inputs[1:3])
-        gamma = np.ones_like(mean) if len(bn.inputs) < 4 else consts[bn.inputs[3].name]
-        beta = np.zeros_like(mean) if len(bn.inputs) < 5 else consts[bn.inputs[4].name]
-        g = np.asarray(gamma, np.float64) / np.sqrt(var + float(bn.attrs["eps"]))
-        w = np.asarray(consts[conv.inputs[1].name], np.float64)
-        b = np.zeros_like(mean) if len(conv.inputs) < 3 else consts[conv.inputs[2].name]
-        wname, bname = f"{conv.inputs[1].name}.bnfold", f"{bn.output.name}.bnfold_bias"
-        new_consts[wname] = (w * g[:, None, None, None]).astype(np.float32)
-        new_consts[bname] = ((np.asarray(b, np.float64) - mean) * g + beta).astype(np.float32)
-        x = conv.inputs[0]
-        inputs = (x, Value(wname, conv.inputs[1].type), Value(bname, bn.inputs[1].type))
-        folded[conv.output.name] = Node("conv2d", inputs, bn.outputs, conv.attrs, bn.provenance)
-        drop.add(id(bn))
-    if not folded:
-        return graph
-    nodes = [folded.get(n.outputs[0].name, n) for n in graph.nodes if id(n) not in drop]
-    used = {v.name for n in nodes for v in n.inputs} | {v.name for v in graph.outputs}
-    return graph.replace(nodes=nodes, constants={k: a for k, a in new_consts.items() if k in used})
-
-
 class Rewriter:
     """One forward walk over ``graph`` building the quantized graph and its per-node report.
 

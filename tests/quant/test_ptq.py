@@ -10,8 +10,8 @@ import pytest
 import cuvil_ref  # noqa: F401  (registers the ops)
 from cuvil_ref.interpreter import interpret
 from cuvil_ref.ir import DType, Graph, GraphBuilder, Module, TensorType, Value, verify
+from cuvil_ref.passes.fold_batchnorm import fold_batchnorm
 from cuvil_ref.quant import quantize_module
-from cuvil_ref.quant.ptq import fold_batch_norm
 
 HEAVY_FLOAT = {
     "conv2d",
@@ -136,7 +136,7 @@ def test_ops_chosen_and_relus_fused() -> None:
 
 def test_batch_norm_folding_preserves_results() -> None:
     graph = conv_pool_linear()
-    folded = fold_batch_norm(graph)
+    folded = fold_batchnorm(graph).graph  # the pass PTQ runs first
     assert "batch_norm" not in folded.op_histogram()
     (x,) = batches((2, 3, 8, 8), 1)[0]
     np.testing.assert_allclose(
