@@ -1,9 +1,10 @@
 """``quantize_module``: post-training int8 quantization of an IR module, with a report.
 
-Pipeline: fold batch norms into convs (the ``fold_batchnorm`` pass), calibrate every float activation on the calibration batches
-with the reference interpreter (:mod:`cuvil_ref.quant.calibrate`), rewrite into integer ops
-(:mod:`cuvil_ref.quant.ptq`), verify, then measure: per-layer SQNR against fp32 on the first
-calibration batch and the output SQNR over all calibration batches.
+Pipeline: fold batch norms into convs (the ``fold_batchnorm`` pass), calibrate every float
+activation on the calibration batches with the reference interpreter
+(:mod:`cuvil_ref.quant.calibrate`), rewrite into integer ops (:mod:`cuvil_ref.quant.ptq`),
+verify, then measure: per-layer SQNR against fp32 on the first calibration batch and the output
+SQNR over all calibration batches.
 """
 
 from __future__ import annotations
