@@ -13,24 +13,17 @@ import warnings
 from collections.abc import Collection
 from typing import Any
 
-import numpy as np
-
 from cuvil_ref.errors import QuantizationError
 from cuvil_ref.ir.graph import Graph, Module
 from cuvil_ref.ir.verifier import verify
-from cuvil_ref.ops import qarith
 from cuvil_ref.passes.fold_batchnorm import fold_batchnorm
 from cuvil_ref.quant.calibrate import (
     OBSERVERS,
-    Batch,
     normalize_batches,
-    power_ratio_db,
-    record,
-    sqnr_db,
-    walk,
 )
 from cuvil_ref.quant.calibrate import calibrate as run_calibration
-from cuvil_ref.quant.ptq import QValue, quantize_graph
+from cuvil_ref.quant.ptq import quantize_graph
+from cuvil_ref.quant.report import float_fallback, layer_sqnr, output_sqnr, summary
 
 MISSING_DATA = (
     "int8 accuracy needs representative calibration data; without it activation ranges are "
@@ -107,73 +100,18 @@ def quantize_module(
     qparams = run_calibration(graph, batches, observer, **observer_options)
     qgraph, layers, vmap = quantize_graph(graph, qparams, per_channel=per_channel, skip=skip)
     verify(qgraph)
-    _layer_sqnr(graph, qgraph, batches[0], layers, vmap)
+    layer_sqnr(graph, qgraph, batches[0], layers, vmap)
     report = {
         "mode": "int8",
         "observer": observer,
         "per_channel": per_channel,
         "calibration_batches": len(batches),
         "layers": layers,
-        "output_sqnr_db": _output_sqnr(graph, qgraph, batches),
-        "summary": _summary(layers),
-        "float_fallback": [
-            {"node": x["node"], "op": x["op"], "reason": x["reason"]}
-            for x in layers
-            if x["scheme"] == "float-fallback"
-        ],
+        "output_sqnr_db": output_sqnr(graph, qgraph, batches),
+        "summary": summary(layers),
+        "float_fallback": float_fallback(layers),
     }
     metadata = mod.metadata.replace(quantization="int8")
     return Module(qgraph, mod.name, metadata), report
 
 
-def _layer_sqnr(
-    graph: Graph,
-    qgraph: Graph,
-    batch: Batch,
-    layers: list[dict[str, Any]],
-    vmap: dict[str, tuple[str, QValue | None]],
-) -> None:
-    """Add ``sqnr_db`` (fp32 vs quantized, dequantized) to every layer entry, in place."""
-    ref = record(graph, batch)
-    got = record(qgraph, batch)
-    for layer in layers:
-        name = layer.pop("value")
-        if name not in vmap or name not in ref:
-            layer["sqnr_db"] = None
-            continue
-        new_name, q = vmap[name]
-        value = got[new_name]
-        if q is not None:
-            value = qarith.dequantize(value, q.scale, q.zp)
-        layer["sqnr_db"] = sqnr_db(ref[name], value) if value.shape == ref[name].shape else None
-
-
-def _output_sqnr(graph: Graph, qgraph: Graph, batches: list[Batch]) -> list[float]:
-    """SQNR of each graph output over all batches (signal and noise summed across batches)."""
-    signal = np.zeros(len(graph.outputs))
-    noise = np.zeros(len(graph.outputs))
-    for batch in batches:
-        ref = walk(graph, batch, lambda name, array: None)
-        got = walk(qgraph, batch, lambda name, array: None)
-        for i, (r, g) in enumerate(zip(ref, got, strict=True)):
-            r64 = r.astype(np.float64)
-            signal[i] += float(np.sum(r64 * r64))
-            noise[i] += float(np.sum((r64 - g.astype(np.float64)) ** 2))
-    return [power_ratio_db(float(s), float(n)) for s, n in zip(signal, noise, strict=True)]
-
-
-def _summary(layers: list[dict[str, Any]]) -> dict[str, int]:
-    counts = {"int8": 0, "pass_through": 0, "fused": 0, "float_fallback": 0}
-    for layer in layers:
-        scheme = layer["scheme"]
-        key = (
-            "int8"
-            if scheme.startswith("int8 per")
-            else "pass_through"
-            if scheme == "int8 pass-through"
-            else "fused"
-            if scheme == "fused"
-            else "float_fallback"
-        )
-        counts[key] += 1
-    return counts

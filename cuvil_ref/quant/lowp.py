@@ -137,8 +137,8 @@ def quantize_lowp(
     SQNR against fp32.
     """
     from cuvil_ref.passes.fold_batchnorm import fold_batchnorm
-    from cuvil_ref.quant.api import _output_sqnr
     from cuvil_ref.quant.calibrate import normalize_batches
+    from cuvil_ref.quant.report import output_sqnr
 
     if mode not in LOW:
         raise QuantizationError(f"quantize_lowp: mode {mode!r} is not one of {list(LOW)}")
@@ -147,7 +147,7 @@ def quantize_lowp(
     data = calibration_data if calibration_data is not None else example_inputs
     sqnr = None
     if data is not None:
-        sqnr = _output_sqnr(graph, new, normalize_batches(graph, data))
+        sqnr = output_sqnr(graph, new, normalize_batches(graph, data))
     counts: dict[str, int] = {}
     for layer in layers:
         counts[layer["precision"]] = counts.get(layer["precision"], 0) + 1

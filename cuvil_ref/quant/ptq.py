@@ -36,6 +36,7 @@ from cuvil_ref.ops import REGISTRY, get_op, qarith
 from cuvil_ref.ops.qpool import adaptive_windows
 from cuvil_ref.passes.dce import eliminate_dead_code
 from cuvil_ref.quant.observers import PerChannelMinMaxObserver
+from cuvil_ref.quant.report import io_entry, layer_entry
 
 #: Ops that run unchanged on int8 data, keeping the input's scale and zero point.
 PASS_THROUGH = frozenset({"flatten", "reshape", "squeeze", "unsqueeze", "identity"})
@@ -181,7 +182,8 @@ class Rewriter:
         for node in self.graph.nodes:
             name = node.outputs[0].name
             if id(node) in self.fused:
-                self.layers.append(_layer(node, "fused", f"fused into %{self.fused[id(node)]}"))
+                joined = f"fused into %{self.fused[id(node)]}"
+                self.layers.append(layer_entry(node, "fused", joined))
                 continue
             rule = self.rule_for(node)
             if name in self.skip or node.op in self.skip:
@@ -210,7 +212,7 @@ class Rewriter:
         )
         for old, new in zip(node.outputs, outs, strict=True):
             self.floats[old.name] = new
-        self.layers.append(_layer(node, "float-fallback", reason))
+        self.layers.append(layer_entry(node, "float-fallback", reason))
 
     def fuse(self, node: Node, allowed: bool = True) -> tuple[str | None, str]:
         """(activation kind, name of the final original value) for ``node``."""
@@ -227,29 +229,6 @@ class Rewriter:
 
 def _boundary(q: QValue) -> dict[str, Any]:
     return {"scale": (float(q.scale),), "zero_point": (q.zp,)}
-
-
-def _layer(node: Node, scheme: str, reason: str | None = None, **info: Any) -> dict[str, Any]:
-    return {
-        "node": node.outputs[0].name,
-        "op": node.op,
-        "scheme": scheme,
-        "reason": reason,
-        "qop": None,
-        "fused": None,
-        "value": node.outputs[0].name,
-        **info,
-    }
-
-
-def _io(inputs: list[QValue], out: QValue | tuple[np.float32, int]) -> dict[str, Any]:
-    scale, zp = (out.scale, out.zp) if isinstance(out, QValue) else out
-    return {
-        "input_scale": [float(q.scale) for q in inputs],
-        "input_zero_point": [q.zp for q in inputs],
-        "output_scale": float(scale),
-        "output_zero_point": int(zp),
-    }
 
 
 # --- rules ---------------------------------------------------------------------------------------
@@ -322,13 +301,13 @@ def _accumulating(
     }
     q = rw.emit(node, op, inputs, attrs, out, final)
     rw.claim(node, kind, final)
-    return _layer(
+    return layer_entry(
         node,
         qweight.scheme,
         qop=op,
         fused=kind,
         value=final,
-        **_io([xq], q),
+        **io_entry([xq], q),
         weight_scales={"min": float(sw.min()), "max": float(sw.max()), "count": int(sw.size)},
         **qweight.info,
     )
@@ -376,8 +355,8 @@ def _matmul(rw: Rewriter, node: Node) -> dict[str, Any]:
     }
     q = rw.emit(node, "qmatmul", [aq.value, bq.value], attrs, out, final)
     rw.claim(node, kind, final)
-    return _layer(
-        node, "int8 per-tensor", qop="qmatmul", fused=kind, value=final, **_io([aq, bq], q)
+    return layer_entry(
+        node, "int8 per-tensor", qop="qmatmul", fused=kind, value=final, **io_entry([aq, bq], q)
     )
 
 
@@ -399,7 +378,8 @@ def _binary(op: str) -> Callable[[Rewriter, Node], dict[str, Any]]:
         attrs = {"a_zp": aq.zp, "b_zp": bq.zp, **rescale, "qmin": qmin, "qmax": qmax}
         q = rw.emit(node, op, [aq.value, bq.value], attrs, out, final)
         rw.claim(node, kind, final)
-        return _layer(node, "int8 per-tensor", qop=op, fused=kind, value=final, **_io([aq, bq], q))
+        io = io_entry([aq, bq], q)
+        return layer_entry(node, "int8 per-tensor", qop=op, fused=kind, value=final, **io)
 
     return rule
 
@@ -415,7 +395,7 @@ def _concat(rw: Rewriter, node: Node) -> dict[str, Any]:
         "shift": tuple(int(s) for s in shift),
     }
     q = rw.emit(node, "qconcat", [q.value for q in qs], attrs, out, node.outputs[0].name)
-    return _layer(node, "int8 per-tensor", qop="qconcat", **_io(qs, q))
+    return layer_entry(node, "int8 per-tensor", qop="qconcat", **io_entry(qs, q))
 
 
 def _window(node: Node) -> dict[str, Any]:
@@ -457,7 +437,7 @@ def _avg_pool2d(rw: Rewriter, node: Node) -> dict[str, Any]:
         **_pool_table(xq, out, kh * kw),
     }
     q = rw.emit(node, "qavg_pool2d", [xq.value], attrs, out, node.outputs[0].name)
-    return _layer(node, "int8 per-tensor", qop="qavg_pool2d", **_io([xq], q))
+    return layer_entry(node, "int8 per-tensor", qop="qavg_pool2d", **io_entry([xq], q))
 
 
 def _adaptive_avg_pool2d(rw: Rewriter, node: Node) -> dict[str, Any]:
@@ -470,7 +450,7 @@ def _adaptive_avg_pool2d(rw: Rewriter, node: Node) -> dict[str, Any]:
     n_max = int(adaptive_windows(h, oh)[2].max()) * int(adaptive_windows(w, ow)[2].max())
     attrs = {"output_size": (oh, ow), **_pool_table(xq, out, n_max)}
     q = rw.emit(node, "qadaptive_avg_pool2d", [xq.value], attrs, out, node.outputs[0].name)
-    return _layer(node, "int8 per-tensor", qop="qadaptive_avg_pool2d", **_io([xq], q))
+    return layer_entry(node, "int8 per-tensor", qop="qadaptive_avg_pool2d", **io_entry([xq], q))
 
 
 def _typed(
@@ -488,7 +468,7 @@ def _typed(
         output_types=[t.with_quant(quant)],
     )
     rw.ints[node.outputs[0].name] = QValue(v, xq.scale, xq.zp)
-    return _layer(node, "int8 pass-through", qop=op, **_io([xq], (xq.scale, xq.zp)))
+    return layer_entry(node, "int8 pass-through", qop=op, **io_entry([xq], (xq.scale, xq.zp)))
 
 
 def _int8_input(rw: Rewriter, node: Node) -> QValue:

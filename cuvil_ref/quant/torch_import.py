@@ -33,6 +33,7 @@ from cuvil_ref.ops import qarith
 from cuvil_ref.passes.dce import eliminate_dead_code
 from cuvil_ref.quant import ptq
 from cuvil_ref.quant.ptq import Fallback, QValue, QWeight, Rewriter
+from cuvil_ref.quant.report import io_entry, layer_entry
 
 INT8_RANGE = (qarith.INT8_MIN, qarith.INT8_MAX)
 
@@ -437,7 +438,7 @@ def _requantize(rw: Rewriter, node: Node) -> dict[str, Any]:
     mult, shift = qarith.quantize_multiplier(float(xq.scale) / float(out[0]))
     attrs = {"x_zp": xq.zp, "multiplier": (mult,), "shift": (shift,)}
     q = rw.emit(node, "requantize", [xq.value], attrs, out, name)
-    return ptq._layer(node, "int8 per-tensor", qop="requantize", **ptq._io([xq], q))
+    return layer_entry(node, "int8 per-tensor", qop="requantize", **io_entry([xq], q))
 
 
 def _imported_weight(rule: ptq.Rule) -> ptq.Rule:
@@ -478,8 +479,8 @@ def lower_qdq(module: Module, calibration_data: Any = None) -> tuple[Module, dic
     fake-quant, fp32) and ``output_sqnr_vs_fake_quant_db`` (versus the captured fake-quant graph),
     and a per-layer ``sqnr_db``.
     """
-    from cuvil_ref.quant.api import _layer_sqnr, _output_sqnr, _summary
     from cuvil_ref.quant.calibrate import normalize_batches
+    from cuvil_ref.quant.report import float_fallback, layer_sqnr, output_sqnr, summary
 
     stripped = strip_qdq(module.graph)
     rw = ImportRewriter(stripped)
@@ -500,16 +501,12 @@ def lower_qdq(module: Module, calibration_data: Any = None) -> tuple[Module, dic
         live = {v.name for n in qgraph.nodes for v in n.outputs}
         vmap = {k: (q.value.name, q) for k, q in rw.ints.items() if q.value.name in live}
         vmap.update({k: (v.name, None) for k, v in rw.floats.items() if k not in vmap})
-        _layer_sqnr(stripped.graph, qgraph, batches[0], layers, vmap)
-        report["output_sqnr_db"] = _output_sqnr(stripped.graph, qgraph, batches)
-        report["output_sqnr_vs_fake_quant_db"] = _output_sqnr(module.graph, qgraph, batches)
+        layer_sqnr(stripped.graph, qgraph, batches[0], layers, vmap)
+        report["output_sqnr_db"] = output_sqnr(stripped.graph, qgraph, batches)
+        report["output_sqnr_vs_fake_quant_db"] = output_sqnr(module.graph, qgraph, batches)
     else:
         for layer in layers:
             layer.pop("value", None)
-    report["summary"] = _summary(layers)
-    report["float_fallback"] = [
-        {"node": x["node"], "op": x["op"], "reason": x["reason"]}
-        for x in layers
-        if x["scheme"] == "float-fallback"
-    ]
+    report["summary"] = summary(layers)
+    report["float_fallback"] = float_fallback(layers)
     return Module(qgraph, module.name, module.metadata.replace(quantization="int8")), report
