@@ -48,7 +48,7 @@ def quantize_module(
     calibration needed, data only feeds the report's SQNR); ``"mixed"``
     (:mod:`cuvil_ref.quant.mixed`, options ``min_sqnr_db`` and ``fallback_precision``). A graph
     holding quantize/dequantize pairs (a captured QAT or torch.ao-converted model) is lowered
-    with its own scales (:mod:`cuvil_ref.quant.torch_import`).
+    with its own scales (:mod:`cuvil_ref.quant.qdq`).
 
     ``calibration_data`` is an iterable of batches (each a tuple with one array/tensor per graph
     input, or a single array for one-input graphs) or one such batch. When it is ``None`` a
@@ -77,7 +77,7 @@ def quantize_module(
         raise QuantizationError(
             f"quantize_module: unknown mode {mode!r}; choose 'int8', 'fp16', 'bf16' or 'mixed'"
         )
-    from cuvil_ref.quant.torch_import import has_qdq, lower_qdq
+    from cuvil_ref.quant.qdq import has_qdq, lower_qdq
 
     if has_qdq(mod.graph):  # a QAT / torch.ao-converted model: its own scales, no calibration
         return lower_qdq(mod, calibration_data if calibration_data is not None else example_inputs)
