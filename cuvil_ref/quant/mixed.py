@@ -64,7 +64,7 @@ class _Search:
         self, kept: Collection[str], low: bool = True
     ) -> tuple[Graph, list[dict[str, Any]], set[str]]:
         graph, layers, _ = quantize_graph(
-            self.graph, self.qparams, per_channel=self.per_channel, skip=kept
+            self.graph, self.qparams, per_channel=self.per_channel, skip_nodes=kept
         )
         low_nodes = set(kept) | {f for k in kept for f in self.fused_into.get(k, [])}
         if low and low_nodes and self.fallback in LOW:

@@ -86,11 +86,14 @@ class Rewriter:
         *,
         per_channel: bool = True,
         skip: Collection[str] = (),
+        skip_nodes: Collection[str] = (),
         rules: Mapping[str, Rule] | None = None,
     ) -> None:
         self.graph, self.qparams = graph, qparams
         self.rules: Mapping[str, Rule] = RULES if rules is None else rules
         self.per_channel, self.skip = per_channel, set(skip)
+        # node names only: a node named like an op ('conv2d') must not skip every conv
+        self.skip_nodes = set(skip_nodes)
         self.b = GraphBuilder()
         self.floats: dict[str, Value] = {}
         self.ints: dict[str, QValue] = {}
@@ -142,7 +145,8 @@ class Rewriter:
         readers = self.users.get(out, [])
         if out in self.outputs or len(readers) != 1 or readers[0].op not in ACTIVATIONS:
             return None
-        return readers[0] if readers[0].outputs[0].name not in self.skip else None
+        name = readers[0].outputs[0].name
+        return readers[0] if name not in self.skip and name not in self.skip_nodes else None
 
     def emit(
         self,
@@ -186,7 +190,7 @@ class Rewriter:
                 self.layers.append(layer_entry(node, "fused", joined))
                 continue
             rule = self.rule_for(node)
-            if name in self.skip or node.op in self.skip:
+            if name in self.skip or node.op in self.skip or name in self.skip_nodes:
                 reason = "skipped by the caller (skip=...)"
             elif rule is None:
                 reason = f"op '{node.op}' has no int8 form"
@@ -528,14 +532,17 @@ def quantize_graph(
     *,
     per_channel: bool = True,
     skip: Collection[str] = (),
+    skip_nodes: Collection[str] = (),
 ) -> tuple[Graph, list[dict[str, Any]], dict[str, tuple[str, QValue | None]]]:
     """Rewrite a calibrated float graph; returns (graph, per-node report, value map).
+
+    ``skip`` keeps nodes in float by op name or output name; ``skip_nodes`` by output name only.
 
     The value map sends each original value name to ``(new name, QValue or None)``: its live int8
     version (with its params) if one exists, else its live float version. Nodes left dead by a
     rule that fell back half way (a quantize nobody reads) are removed.
     """
-    rw = Rewriter(graph, qparams, per_channel=per_channel, skip=skip)
+    rw = Rewriter(graph, qparams, per_channel=per_channel, skip=skip, skip_nodes=skip_nodes)
     new = eliminate_dead_code(rw.run()).graph
     live = {v.name for v in new.inputs} | {v.name for n in new.nodes for v in n.outputs}
     vmap: dict[str, tuple[str, QValue | None]] = {

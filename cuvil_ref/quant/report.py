@@ -29,7 +29,7 @@ def layer_entry(node: Node, scheme: str, reason: str | None = None, **info: Any)
 
 
 def io_entry(inputs: list[QValue], out: QValue | tuple[np.float32, int]) -> dict[str, Any]:
-    scale, zp = (out.scale, out.zp) if isinstance(out, QValue) else out
+    scale, zp = out if isinstance(out, tuple) else (out.scale, out.zp)
     return {
         "input_scale": [float(q.scale) for q in inputs],
         "input_zero_point": [q.zp for q in inputs],

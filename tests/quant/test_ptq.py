@@ -236,3 +236,18 @@ def test_zoo_digits_cnn() -> None:
     assert report["summary"]["float_fallback"] == 0
     assert {"qconv2d", "qlinear"} <= set(qmod.graph.op_histogram())
     assert report["output_sqnr_db"][0] > 25
+
+
+def test_skip_nodes_names_nodes_not_ops() -> None:
+    """A node named like its op ('conv2d') is skipped alone, not every conv."""
+    from cuvil_ref.quant.calibrate import calibrate, normalize_batches
+    from cuvil_ref.quant.ptq import quantize_graph
+
+    graph = conv_pool_linear()
+    convs = [n.outputs[0].name for n in graph.nodes if n.op == "conv2d"]
+    assert len(convs) > 1
+    data = normalize_batches(graph, batches((2, 3, 8, 8), 1))
+    qparams = calibrate(graph, data, "minmax")
+    qgraph, _, _ = quantize_graph(graph, qparams, skip_nodes=[convs[0]])
+    ops = qgraph.op_histogram()
+    assert ops.get("conv2d") == 1 and ops.get("qconv2d") == len(convs) - 1
