@@ -126,6 +126,13 @@ def torch_to_cuvilir(
     return module
 
 
+def jax_to_cuvilir(fn: Any, *example_args: Any, name: str | None = None) -> Module:
+    """Capture a ``jax.numpy``/``lax`` function (see ``cuvil_ref.frontend.jax``)."""
+    from cuvil_ref.frontend.jax import jax_to_cuvilir as capture
+
+    return capture(fn, *example_args, name=name)
+
+
 def output_structure(module: Module) -> Any:
     """The model's output structure as recorded (see ``structure.py``): a JSON-able tree whose
     ``{"kind": "tensor", "index": i}`` leaves are output indices."""
@@ -278,4 +285,10 @@ def _dynamic(dynamic_dims: DynamicDims, dynamic_batch: bool, n: int) -> list[dic
     return per
 
 
-__all__ = ["CAPTURES", "input_names", "output_structure", "torch_to_cuvilir"]
+__all__ = [
+    "CAPTURES",
+    "input_names",
+    "jax_to_cuvilir",
+    "output_structure",
+    "torch_to_cuvilir",
+]
