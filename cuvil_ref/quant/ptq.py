@@ -32,15 +32,16 @@ from cuvil_ref.ir.builder import GraphBuilder
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Graph, Node, Value
 from cuvil_ref.ir.types import QuantParams
-from cuvil_ref.ops import REGISTRY, get_op, qarith
+from cuvil_ref.ops import REGISTRY, families, get_op, qarith
 from cuvil_ref.ops.qpool import adaptive_windows
 from cuvil_ref.passes.dce import eliminate_dead_code
 from cuvil_ref.quant.observers import PerChannelMinMaxObserver
 from cuvil_ref.quant.report import io_entry, layer_entry
 
-#: Ops that run unchanged on int8 data, keeping the input's scale and zero point.
-PASS_THROUGH = frozenset({"flatten", "reshape", "squeeze", "unsqueeze", "identity"})
-ACTIVATIONS = frozenset({"relu", "relu6"})
+#: Ops that run unchanged on int8 data (views: the same bytes, so the same scale and zero point).
+PASS_THROUGH = families.VIEWS
+#: Activations a producer absorbs into its int8 clamp bounds.
+ACTIVATIONS = families.RELUS
 
 
 class Fallback(Exception):  # noqa: N818  (control flow, never escapes this module)
