@@ -31,6 +31,7 @@ from cuvil_kernels_cpu.team import Team
 from cuvil_ref.errors import CuvilError, TargetError
 from cuvil_ref.interpreter import check_input
 from cuvil_ref.ir.graph import Graph
+from cuvil_ref.passes.memory_plan import MemoryPlan
 from cuvil_ref.plugin.types import Executable
 
 _ASYNC = concurrent.futures.ThreadPoolExecutor(
@@ -81,13 +82,16 @@ class Compiled:
 class CpuExecutable(Executable):
     """A lowered ``cpu`` partition (see the module docstring)."""
 
-    def __init__(self, graph: Graph, options: dict[str, Any]) -> None:
+    def __init__(
+        self, graph: Graph, options: dict[str, Any], memory_plan: MemoryPlan | None = None
+    ) -> None:
         self.graph = graph
         self.threads = resolve_threads(int(options.get("threads", 0) or 0))
-        self.options = {k: v for k, v in options.items() if k != "memory_plan"}
+        self.options = dict(options)
         self.options["threads"] = self.threads
         self.options["_packed_cache"] = {}
-        self.memory_plan = options.get("memory_plan")
+        # The host's plan holds for the static shapes; other signatures are planned per binding.
+        self.memory_plan = memory_plan
         self._compiled: dict[tuple[tuple[int, ...], ...], Compiled] = {}
         self._lock = threading.Lock()
         self.compile_stats: dict[str, float] = {"lower_seconds": 0.0, "kernel_seconds": 0.0}

@@ -28,22 +28,23 @@ from cuvil_kernels_cpu.lowering.common import (
     same_dtypes,
 )
 from cuvil_kernels_cpu.lowering.context import LowerContext
-from cuvil_ref.ir.graph import Graph, Node
+from cuvil_ref.ir.graph import Node
+from cuvil_ref.plugin.kit import CheckContext
 
 #: Largest im2col matrix gathered once into a scratch buffer (then read by every panel group).
 MATERIALIZE_BYTES = 32 << 20
 _GEOM_1X1 = np.array([1, 1, 1, 1, 0, 0, 1, 1], np.int64)
 
 
-def check(node: Node, graph: Graph) -> str | None:
+def check(node: Node, cx: CheckContext) -> str | None:
     reason = epilogue_check(node) or same_dtypes(node)
     if reason:
         return reason
     if node.inputs[0].type.rank != 4:
         return f"{node.op}: only rank-4 inputs are supported"
-    if node.inputs[1].name not in graph.constants:
+    if node.inputs[1].name not in cx.graph.constants:
         return f"{node.op}: the weight must be a constant (it is packed once at lowering)"
-    if len(node.inputs) > 2 and node.inputs[2].name not in graph.constants:
+    if len(node.inputs) > 2 and node.inputs[2].name not in cx.graph.constants:
         return f"{node.op}: the bias must be a constant"
     return None
 
