@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from cuvil_ref.frontend.onnx import (
     attention,
+    conv,
     elementwise,
     losses,
     nn,
@@ -17,7 +18,7 @@ from cuvil_ref.frontend.onnx import (
 from cuvil_ref.frontend.onnx.table import OnnxConverter
 
 TABLE: dict[str, OnnxConverter] = {}
-for _module in (elementwise, shape, tensor, nn, reduce, quant, resize, losses, attention):
+for _module in (conv, elementwise, shape, tensor, nn, reduce, quant, resize, losses, attention):
     for _name, _conv in _module.TABLE.items():
         if _name in TABLE:
             raise RuntimeError(f"ONNX op {_name} has two converters")
