@@ -68,8 +68,10 @@ def attention(cx: OnnxContext, node: OnnxNode) -> Sequence[Value | None]:
         index = cx.constant(np.repeat(np.arange(hk), hq // hk).astype(np.int64), "kv_heads")
         k = cx.op("index_select", [k, index], axis=1)
         v = cx.op("index_select", [v, index], axis=1)
-    qk = cx.op("matmul", [cx.op("mul", [q, root]),
-                          cx.op("mul", [cx.op("permute", [k], perm=(0, 1, 3, 2)), root])])
+    qk = cx.op(
+        "matmul",
+        [cx.op("mul", [q, root]), cx.op("mul", [cx.op("permute", [k], perm=(0, 1, 3, 2)), root])],
+    )
     softcap = float(node.attr("softcap", 0.0))
     if softcap > 0:
         cap = cx.scalar(softcap, dt)
@@ -90,8 +92,13 @@ def attention(cx: OnnxContext, node: OnnxNode) -> Sequence[Value | None]:
         causal = cx.constant(tri, "causal_mask")
         bias = causal if bias is None else cx.op("add", [bias, causal])
     if nonpad is not None:
-        keep = cx.op("lt", [cx.constant(np.arange(skv, dtype=np.int64), "kv_positions"),
-                            cx.op("reshape", [cx.cast(nonpad, DType.i64)], shape=(b, 1, 1, 1))])
+        keep = cx.op(
+            "lt",
+            [
+                cx.constant(np.arange(skv, dtype=np.int64), "kv_positions"),
+                cx.op("reshape", [cx.cast(nonpad, DType.i64)], shape=(b, 1, 1, 1)),
+            ],
+        )
         pad = cx.op("where", [keep, cx.scalar(0, dt), cx.scalar(-np.inf, dt)])
         bias = pad if bias is None else cx.op("add", [bias, pad])
     scores = qk if bias is None else cx.op("add", [qk, bias])
@@ -124,8 +131,11 @@ def rotary_embedding(cx: OnnxContext, node: OnnxNode) -> Value:
         if not heads:
             raise cx.error("3-D input needs the num_heads attribute")
         b, s, hidden = dims
-        x4 = cx.op("permute", [cx.op("reshape", [x], shape=(b, s, heads, hidden // heads))],
-                   perm=(0, 2, 1, 3))
+        x4 = cx.op(
+            "permute",
+            [cx.op("reshape", [x], shape=(b, s, heads, hidden // heads))],
+            perm=(0, 2, 1, 3),
+        )
     else:
         x4 = x
     b, h, s, d = static_dims(cx, x4, "RotaryEmbedding")
@@ -146,17 +156,18 @@ def rotary_embedding(cx: OnnxContext, node: OnnxNode) -> Value:
     r1 = cx.op("sub", [cx.op("mul", [x1, cos]), cx.op("mul", [x2, sin])])
     r2 = cx.op("add", [cx.op("mul", [x2, cos]), cx.op("mul", [x1, sin])])
     if int(node.attr("interleaved", 0)):
-        both = cx.op("concat", [cx.op("unsqueeze", [r1], axis=4),
-                                cx.op("unsqueeze", [r2], axis=4)], axis=4)
+        both = cx.op(
+            "concat", [cx.op("unsqueeze", [r1], axis=4), cx.op("unsqueeze", [r2], axis=4)], axis=4
+        )
         rotated = cx.op("reshape", [both], shape=(b, h, s, rot))
     else:
         rotated = cx.op("concat", [r1, r2], axis=3)
     if rot < d:
-        rotated = cx.op("concat", [rotated, cx.op("slice", [x4], axis=3, start=rot, end=d)],
-                        axis=3)
+        rotated = cx.op("concat", [rotated, cx.op("slice", [x4], axis=3, start=rot, end=d)], axis=3)
     if three_d:
-        rotated = cx.op("reshape", [cx.op("permute", [rotated], perm=(0, 2, 1, 3))],
-                        shape=tuple(dims))
+        rotated = cx.op(
+            "reshape", [cx.op("permute", [rotated], perm=(0, 2, 1, 3))], shape=tuple(dims)
+        )
     return rotated
 
 

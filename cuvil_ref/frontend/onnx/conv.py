@@ -27,9 +27,7 @@ def _to_2d(cx: OnnxContext, x: Value, w: Value | None = None) -> tuple[Value, Va
     return x, (cx.op("unsqueeze", [w], axis=2) if w is not None else None)
 
 
-def conv2d(
-    cx: OnnxContext, node: OnnxNode, x: Value, w: Value, b: Value | None
-) -> Value:
+def conv2d(cx: OnnxContext, node: OnnxNode, x: Value, w: Value, b: Value | None) -> Value:
     """``Conv``'s attributes on 1-D or 2-D inputs, as the IR ``conv2d``."""
     kernel = node.attr("kernel_shape") or w.type.shape[2:]
     k, strides, dilations = _window(node, x, [int(v) for v in kernel])
@@ -43,8 +41,14 @@ def conv2d(
         w = w2
         strides, dilations, pads = [1, *strides], [1, *dilations], [0, pads[0], 0, pads[1]]
     inputs = [x, w] + ([b] if b is not None else [])
-    y = cx.op("conv2d", inputs, stride=tuple(strides), padding=tuple(pads),
-              dilation=tuple(dilations), groups=int(node.attr("group", 1)))
+    y = cx.op(
+        "conv2d",
+        inputs,
+        stride=tuple(strides),
+        padding=tuple(pads),
+        dilation=tuple(dilations),
+        groups=int(node.attr("group", 1)),
+    )
     return cx.op("squeeze", [y], axes=(2,)) if one_d else y
 
 
@@ -89,8 +93,13 @@ def qlinear_conv(cx: OnnxContext, node: OnnxNode) -> Value:
     b = node.input(8)
     assert x is not None and w is not None and xs is not None and ws is not None
     assert ys is not None and yzp is not None
-    acc = conv2d(cx, node, _centered(cx, x, xzp, None), _centered(cx, w, wzp, 0),
-                 cx.cast(b, DType.i32) if b is not None else None)
+    acc = conv2d(
+        cx,
+        node,
+        _centered(cx, x, xzp, None),
+        _centered(cx, w, wzp, 0),
+        cx.cast(b, DType.i32) if b is not None else None,
+    )
     scale = cx.cast(ws, DType.f32)
     if scale.type.rank == 1 and scale.type.shape[0] != 1:
         scale = cx.op("reshape", [scale], shape=(1, -1) + (1,) * (acc.type.rank - 2))
@@ -124,8 +133,9 @@ def conv_transpose(cx: OnnxContext, node: OnnxNode) -> Value:
         assert w2 is not None
         w = w2
     if x.type.rank != 4:
-        raise cx.error(f"ConvTranspose over {x.type.rank - 2} spatial dims: Cuvil's IR "
-                       "convolves 1-D/2-D")
+        raise cx.error(
+            f"ConvTranspose over {x.type.rank - 2} spatial dims: Cuvil's IR convolves 1-D/2-D"
+        )
     dims = static_dims(cx, x, "ConvTranspose")
     wdims = static_dims(cx, w, "ConvTranspose")
     k = list(wdims[2:])
@@ -142,8 +152,11 @@ def conv_transpose(cx: OnnxContext, node: OnnxNode) -> Value:
     auto = str(node.attr("auto_pad", "NOTSET"))
     out_shape = node.attr("output_shape")
     if out_shape is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
-        target = [int(v) for v in out_shape] if out_shape is not None else \
-            [dims[2 + i] * strides[i] for i in range(2)][-n_sp:]
+        target = (
+            [int(v) for v in out_shape]
+            if out_shape is not None
+            else [dims[2 + i] * strides[i] for i in range(2)][-n_sp:]
+        )
         if one_d:
             target = [1, *target[-1:]]
         begin, end = [], []
@@ -162,15 +175,18 @@ def conv_transpose(cx: OnnxContext, node: OnnxNode) -> Value:
         begin, end = ([0, p[0]], [0, p[1]]) if one_d else (p[:2], p[2:])
     y = _insert_zeros(cx, _insert_zeros(cx, x, 2, strides[0]), 3, strides[1])
     full = [window[i] - 1 for i in range(2)]
-    torch_pads = (full[1] - begin[1], full[1] - end[1] + out_pad[1],
-                  full[0] - begin[0], full[0] - end[0] + out_pad[0])
+    torch_pads = (
+        full[1] - begin[1],
+        full[1] - end[1] + out_pad[1],
+        full[0] - begin[0],
+        full[0] - end[0] + out_pad[0],
+    )
     y = cx.op("pad", [y], pads=torch_pads, value=0.0)
     cin, cout_g = wdims[0], wdims[1]
     wt = cx.op("reshape", [w], shape=(group, cin // group, cout_g, *k))
     wt = cx.op("permute", [wt], perm=(0, 2, 1, 3, 4))
     wt = cx.op("reshape", [wt], shape=(group * cout_g, cin // group, *k))
-    wt = select(cx, select(cx, wt, 2, np.arange(k[0] - 1, -1, -1)), 3,
-                np.arange(k[1] - 1, -1, -1))
+    wt = select(cx, select(cx, wt, 2, np.arange(k[0] - 1, -1, -1)), 3, np.arange(k[1] - 1, -1, -1))
     inputs = [y, wt] + ([b] if b is not None else [])
     out = cx.op("conv2d", inputs, dilation=tuple(dilations), groups=group)
     return cx.op("squeeze", [out], axes=(2,)) if one_d else out
@@ -187,13 +203,22 @@ def _lp_window(cx: OnnxContext, node: OnnxNode) -> Value:
     one_d = len(k) == 1
     if one_d:
         powered, _ = _to_2d(cx, powered)
-        k, strides, dilations, pads = [1, *k], [1, *strides], [1, *dilations], \
-            [0, pads[0], 0, pads[1]]
+        k, strides, dilations, pads = (
+            [1, *k],
+            [1, *strides],
+            [1, *dilations],
+            [0, pads[0], 0, pads[1]],
+        )
     n, c, h, w = static_dims(cx, powered, "LpPool")
     flat = cx.op("reshape", [powered], shape=(n * c, 1, h, w))
     ones = cx.constant(np.ones((1, 1, *k), dtype=x.type.dtype.numpy), "window")
-    total = cx.op("conv2d", [flat, ones], stride=tuple(strides), padding=tuple(pads),
-                  dilation=tuple(dilations))
+    total = cx.op(
+        "conv2d",
+        [flat, ones],
+        stride=tuple(strides),
+        padding=tuple(pads),
+        dilation=tuple(dilations),
+    )
     y = cx.op("pow", [total, cx.scalar(1.0 / p, x.type.dtype)])
     y = cx.op("reshape", [y], shape=(n, c, *y.type.shape[2:]))
     return cx.op("squeeze", [y], axes=(2,)) if one_d else y

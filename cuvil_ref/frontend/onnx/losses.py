@@ -39,8 +39,11 @@ def nll(
     loss = cx.op("neg", [cx.op("squeeze", [picked], axes=(1,))])
     if weight is not None:
         flat = cx.op("reshape", [target], shape=(-1,))
-        w = cx.op("reshape", [cx.op("index_select", [weight, flat], axis=0)],
-                  shape=tuple(target.type.shape))
+        w = cx.op(
+            "reshape",
+            [cx.op("index_select", [weight, flat], axis=0)],
+            shape=tuple(target.type.shape),
+        )
     else:
         w = None
     if valid is not None:

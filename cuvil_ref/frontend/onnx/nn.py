@@ -83,19 +83,40 @@ def _pool2d(cx: OnnxContext, node: OnnxNode, kind: str) -> Value:
     direct = direct and (kind == "max" or all(d == 1 for d in dilations))
     if direct:
         if kind == "max":
-            y = cx.op("max_pool2d", [x], kernel=tuple(k), stride=tuple(strides),
-                      padding=(top, left), dilation=tuple(dilations), ceil_mode=ceil)
+            y = cx.op(
+                "max_pool2d",
+                [x],
+                kernel=tuple(k),
+                stride=tuple(strides),
+                padding=(top, left),
+                dilation=tuple(dilations),
+                ceil_mode=ceil,
+            )
         else:
-            y = cx.op("avg_pool2d", [x], kernel=tuple(k), stride=tuple(strides),
-                      padding=(top, left), ceil_mode=ceil, count_include_pad=include)
+            y = cx.op(
+                "avg_pool2d",
+                [x],
+                kernel=tuple(k),
+                stride=tuple(strides),
+                padding=(top, left),
+                ceil_mode=ceil,
+                count_include_pad=include,
+            )
     else:
         y = _explicit_pool(cx, x, kind, k, strides, dilations, pads, ceil, include)
     return cx.op("squeeze", [y], axes=(2,)) if one_d else y
 
 
 def _explicit_pool(
-    cx: OnnxContext, x: Value, kind: str, k: Sequence[int], strides: Sequence[int],
-    dilations: Sequence[int], pads: Sequence[int], ceil: bool, include: bool,
+    cx: OnnxContext,
+    x: Value,
+    kind: str,
+    k: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    pads: Sequence[int],
+    ceil: bool,
+    include: bool,
 ) -> Value:
     dims = static_dims(cx, x, "pooling with large or asymmetric pads")
     extra = []
@@ -113,17 +134,24 @@ def _explicit_pool(
     if kind == "max":
         low = float("-inf") if dt.is_float else float(np.iinfo(dt.numpy).min)
         xp = cx.op("pad", [x], pads=torch_pads, value=low)
-        return cx.op("max_pool2d", [xp], kernel=tuple(k), stride=tuple(strides),
-                     padding=(0, 0), dilation=tuple(dilations))
+        return cx.op(
+            "max_pool2d",
+            [xp],
+            kernel=tuple(k),
+            stride=tuple(strides),
+            padding=(0, 0),
+            dilation=tuple(dilations),
+        )
     if not dt.is_float:
         raise cx.error(f"AveragePool of a {dt.value} tensor is not supported")
     xp = cx.op("pad", [x], pads=torch_pads, value=0.0)
-    counted = np.zeros((dims[2] + top + bottom + extra[0], dims[3] + left + right + extra[1]),
-                       dtype=dt.numpy)
+    counted = np.zeros(
+        (dims[2] + top + bottom + extra[0], dims[3] + left + right + extra[1]), dtype=dt.numpy
+    )
     if include:
         counted[: dims[2] + top + bottom, : dims[3] + left + right] = 1
     else:
-        counted[top: top + dims[2], left: left + dims[3]] = 1
+        counted[top : top + dims[2], left : left + dims[3]] = 1
     mask = cx.constant(counted.reshape(1, 1, *counted.shape), "pool_count")
     # window sums as a convolution with a ones kernel (dilation included), one channel at a time
     n, c = dims[0], dims[1]
