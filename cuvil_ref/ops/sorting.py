@@ -1,4 +1,5 @@
-"""Sorting along an axis: ``sort`` (values and indices) and ``topk`` (the k largest or smallest).
+"""Sorting along an axis: ``sort`` (values and indices) and ``topk`` (the k largest or smallest;
+also the server's classification post-processing, ``postprocess: [{"op": "topk"}]``).
 
 Order follows PyTorch: NaN is larger than every number (last ascending, first descending),
 ``-0.0`` equals ``+0.0``, and equal elements keep their original order (a stable sort, in both

@@ -56,6 +56,8 @@ GENERATORS: dict[str, Generator] = {
     "unsqueeze": shape.unsqueeze_cases,
     "expand": shape.expand_cases,
     "slice": shape.slice_cases,
+    "narrow": shape.narrow_cases,
+    "arange": shape.arange_cases,
     "pad": shape.pad_cases,
     "concat": shape.concat_cases,
     "split": shape.split_cases,
@@ -112,7 +114,7 @@ def _load_extra_generators() -> None:
     _EXTRA_LOADED = True
     import importlib
 
-    for mod in ("quantized", "fused"):
+    for mod in ("quantized", "fused", "qtransformer"):
         try:
             importlib.import_module(f"cuvil_conformance.generators.{mod}")
         except ModuleNotFoundError as exc:
