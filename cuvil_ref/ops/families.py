@@ -54,6 +54,9 @@ FUSED_PRODUCERS: frozenset[str] = frozenset({"fused_conv2d", "fused_linear", "fu
 POOLS: frozenset[str] = frozenset({"max_pool2d", "avg_pool2d"})
 ADAPTIVE_POOLS: frozenset[str] = frozenset({"adaptive_avg_pool2d", "adaptive_max_pool2d"})
 
+#: Control flow: ops that hold regions (``Node.regions``) and run them (``ops/control_flow.py``).
+CONTROL_FLOW: frozenset[str] = frozenset({"if", "while"})
+
 #: Reductions over ``axes`` and the index-of-extreme reductions over one ``axis``.
 REDUCTIONS: frozenset[str] = frozenset({"sum", "mean", "amax", "amin", "prod"})
 ARG_REDUCTIONS: frozenset[str] = frozenset({"argmax", "argmin"})
