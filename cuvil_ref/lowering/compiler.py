@@ -15,7 +15,7 @@ from cuvil_ref import cache as cache_mod
 from cuvil_ref.errors import TargetError
 from cuvil_ref.ir.graph import Module
 from cuvil_ref.lowering.partition import REF, partition_graph
-from cuvil_ref.lowering.program import CompiledProgram, LoweredPartition, Timer
+from cuvil_ref.lowering.program import CompiledProgram, LoweredPartition
 from cuvil_ref.passes.memory_plan import memory_report, plan_memory
 from cuvil_ref.plugin.host import get_host
 from cuvil_ref.plugin.target_spec import TargetSpec
@@ -143,28 +143,23 @@ def _optimize(
     calibration_data: Iterable[Any] | None,
     quant_options: Mapping[str, Any] | None,
 ) -> tuple[Module, dict[str, Any]]:
-    """Quantize (optionally) and run the pass pipeline; returns the module and its report."""
-    timings: list[dict[str, Any]] = []
+    """Quantize (optionally) and run the pass pipeline under one pass manager; returns the module
+    and its report."""
+    from cuvil_ref.passes import PassManager, build_pipeline
+
+    passes = build_pipeline(opt_level, enable_fusion, enable_layout_opt, prefs)
     report: dict[str, Any] = {"quantization": None}
+    step = None
     if quantize is not None:
-        from cuvil_ref.quant import quantize_module
+        from cuvil_ref.quant.quantize_pass import quantize_pass
 
-        with Timer() as t:
-            module, qreport = quantize_module(
-                module, quantize, calibration_data=calibration_data, **dict(quant_options or {})
-            )
-        timings.append({"pass": f"quantize[{quantize}]", "seconds": t.seconds, "changed": True})
-        report["quantization"] = qreport
-    from cuvil_ref.passes import optimize
-
-    module, pass_timings = optimize(
-        module,
-        opt_level=opt_level,
-        enable_fusion=enable_fusion,
-        enable_layout_opt=enable_layout_opt,
-        preferences=prefs,
-    )
-    timings.extend(pass_timings)
+        qpass, step = quantize_pass(quantize, calibration_data, quant_options)
+        passes = [qpass, *passes]
+    module, timings = PassManager(passes).run(module)
+    if step is not None:
+        report["quantization"] = step.report
+        metadata = {**module.metadata, "quantization": quantize}
+        module = Module(module.graph, module.name, metadata)
     report["passes"] = timings
     return module, report
 

@@ -7,7 +7,6 @@ partitions of different targets (the transfers a device pack pays at its edges).
 from __future__ import annotations
 
 import concurrent.futures
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,14 +98,3 @@ class CompiledProgram:
 
 
 _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="cuvil-run")
-
-
-class Timer:
-    """Context manager measuring seconds into ``.seconds``."""
-
-    def __enter__(self) -> Timer:
-        self._t0 = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.seconds = time.perf_counter() - self._t0

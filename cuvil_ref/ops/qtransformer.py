@@ -17,10 +17,10 @@ import numpy as np
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import QuantParams, TensorType
+from cuvil_ref.ops import qarith
 from cuvil_ref.ops import quant_common as qc
 from cuvil_ref.ops.registry import REQUIRED, Attr
 from cuvil_ref.ops.shapes import normalize_axis
-from cuvil_ref.quant import arith
 
 #: qsoftmax: exp table entries are Q15 (``table[255] = 2**15 = exp(0)``).
 EXP_BITS = 15
@@ -50,9 +50,9 @@ def lut_table(
     """``table[i] = quantize(fn(dequantize(i - 128)))`` for i < 256 (§5 rules, float32): the
     int8 image of a float function ``fn`` (e.g. the registry's float ``gelu``) on every input."""
     q = np.arange(-128, 128, dtype=np.int64)
-    x = arith.dequantize(q, np.float32(x_scale), x_zp)
+    x = qarith.dequantize(q, np.float32(x_scale), x_zp)
     y = np.asarray(fn(x), np.float32)
-    return tuple(int(v) for v in arith.quantize(y, np.float32(out_scale), out_zp))
+    return tuple(int(v) for v in qarith.quantize(y, np.float32(out_scale), out_zp))
 
 
 def layer_norm_params(
@@ -66,7 +66,7 @@ def layer_norm_params(
     g = np.asarray(gamma, np.float64).reshape(-1)
     b = np.asarray(beta, np.float64).reshape(-1)
     so = float(np.float32(out_scale))
-    mult, shift = arith.quantize_multipliers([abs(float(v)) / (so * 2**Z_BITS) for v in g])
+    mult, shift = qarith.quantize_multipliers([abs(float(v)) / (so * 2**Z_BITS) for v in g])
     sx = float(np.float32(x_scale))
     return {
         "multiplier": tuple(int(m) for m in mult),
@@ -196,7 +196,7 @@ def _qlayer_norm(x: np.ndarray, **attrs: Any) -> np.ndarray:
     inv = (np.int64(1) << INV_BITS) // r
     z = (c * inv + (np.int64(1) << (INV_BITS - Z_BITS - 1))) >> (INV_BITS - Z_BITS)  # Q20
     z = z * np.asarray(attrs["sign"], np.int64)
-    y = arith.rescale(
+    y = qarith.rescale(
         z, np.asarray(attrs["multiplier"], np.int64), np.asarray(attrs["shift"], np.int64), -1
     )
     y = y + np.asarray(attrs["beta_q"], np.int64) + attrs["out_zp"]

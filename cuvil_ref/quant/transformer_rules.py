@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cuvil_ref.ir.types import QuantParams
-from cuvil_ref.ops import REGISTRY, get_op
+from cuvil_ref.ops import REGISTRY, get_op, qarith
 from cuvil_ref.ops.qtransformer import (
     SOFTMAX_SCALE,
     SOFTMAX_ZP,
@@ -24,7 +24,6 @@ from cuvil_ref.ops.qtransformer import (
     layer_norm_params,
     lut_table,
 )
-from cuvil_ref.quant import arith
 
 if TYPE_CHECKING:
     from cuvil_ref.ir.graph import Node
@@ -177,8 +176,8 @@ def _with_constants(base: Rule | None, op: str) -> Rule:
                 data = np.asarray(rw.graph.constants[v.name], np.float32)
                 if not data.size or not np.all(np.isfinite(data)):
                     raise _fallback(f"constant %{v.name} is empty or not finite")
-                s, zp = arith.choose_qparams(float(data.min()), float(data.max()), False)
-                qdata = arith.quantize(data, s, zp)
+                s, zp = qarith.choose_qparams(float(data.min()), float(data.max()), False)
+                qdata = qarith.quantize(data, s, zp)
                 rw.ints[v.name] = _qvalue(rw.const(f"{v.name}_q", qdata), float(s), zp)
         return base(rw, node)
 

@@ -11,9 +11,8 @@ import pytest
 from cuvil_ref.errors import ShapeError
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.types import TensorType
-from cuvil_ref.ops import get_op
+from cuvil_ref.ops import get_op, qarith
 from cuvil_ref.ops.qtransformer import exp_table, isqrt, layer_norm_params, lut_table
-from cuvil_ref.quant import arith
 
 
 @pytest.fixture
@@ -41,7 +40,7 @@ def test_qsoftmax_is_within_half_a_step_of_float_softmax(rng: np.random.Generato
     scale, zp = np.float32(0.05), 3
     q = rng.integers(-128, 128, (6, 5, 40), dtype=np.int8)
     out = run("qsoftmax", q, table=exp_table(float(scale)))
-    x = arith.dequantize(q, scale, zp).astype(np.float64)
+    x = qarith.dequantize(q, scale, zp).astype(np.float64)
     want = np.exp(x - x.max(-1, keepdims=True))
     want /= want.sum(-1, keepdims=True)
     got = (out.astype(np.float64) + 128) / 256
@@ -53,17 +52,17 @@ def test_qsoftmax_is_within_half_a_step_of_float_softmax(rng: np.random.Generato
 def test_qlayer_norm_matches_float_layer_norm(rng: np.random.Generator) -> None:
     n = 96
     x = (rng.standard_normal((7, n)) * 2 + 0.5).astype(np.float32)
-    sx, zx = arith.choose_qparams(float(x.min()), float(x.max()), False)
-    q = arith.quantize(x, sx, zx)
+    sx, zx = qarith.choose_qparams(float(x.min()), float(x.max()), False)
+    q = qarith.quantize(x, sx, zx)
     gamma = rng.standard_normal(n).astype(np.float32)
     beta = (0.2 * rng.standard_normal(n)).astype(np.float32)
-    xd = arith.dequantize(q, sx, zx).astype(np.float64)
+    xd = qarith.dequantize(q, sx, zx).astype(np.float64)
     want = (xd - xd.mean(-1, keepdims=True)) / np.sqrt(xd.var(-1, keepdims=True) + 1e-5)
     want = want * gamma + beta
-    so, zo = arith.choose_qparams(float(want.min()), float(want.max()), False)
+    so, zo = qarith.choose_qparams(float(want.min()), float(want.max()), False)
     params = layer_norm_params(gamma, beta, 1e-5, sx, so, n)
     out = run("qlayer_norm", q, x_zp=zx, out_scale=float(so), out_zp=zo, **params)
-    err = np.abs(arith.dequantize(out, so, zo) - want) / float(so)
+    err = np.abs(qarith.dequantize(out, so, zo) - want) / float(so)
     assert err.max() <= 1.0  # within one output step
     # a constant row has zero variance: only eps_q keeps the root positive, the output is beta
     flat = run("qlayer_norm", np.full((1, n), 5, np.int8), x_zp=zx, out_scale=float(so),
@@ -78,8 +77,8 @@ def test_qlut_is_quantize_of_f_of_dequantize() -> None:
     table = lut_table(lambda v: gelu.evaluate([v], attrs)[0], 0.05, 3, 0.03, -20)
     x = np.arange(-128, 128, dtype=np.int8)
     out = run("qlut", x, table=table, fn="gelu", out_scale=0.03, out_zp=-20)
-    deq = arith.dequantize(x, np.float32(0.05), 3)
-    want = arith.quantize(gelu.evaluate([deq], attrs)[0], np.float32(0.03), -20)
+    deq = qarith.dequantize(x, np.float32(0.05), 3)
+    want = qarith.quantize(gelu.evaluate([deq], attrs)[0], np.float32(0.03), -20)
     assert np.array_equal(out, want)
 
 

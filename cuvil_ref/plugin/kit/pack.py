@@ -14,7 +14,7 @@ pack's own targets (None for any other)::
     )
     PACK.export(globals())   # module-level hooks for the entry point "acme = 'acme.plugin'"
 
-A node is claimed when its op has a lowering, every pack-wide check passes, its first input has
+A node is claimed when every pack-wide check passes, its op has a lowering, its first input has
 one of the lowering's dtypes and the lowering's own check passes (with ``probe=True`` the kit
 then also runs the lowering itself and a :class:`Decline` it raises declines the node, so a claim
 never breaks on a limit only the lowering sees).
@@ -132,15 +132,14 @@ class KernelPack:
     def reason(self, node: Node, cx: CheckContext) -> str | None:
         """None when the pack claims ``node``, else the reason it declines."""
         lowering = self.lowerings.get(node.op)
-        if lowering is None:
-            return (
-                f"op '{node.op}' has no {self.name} lowering ({len(self.lowerings)} ops have one)"
-            )
         try:
             for check in self.checks:
                 reason = check(node, cx)
                 if reason:
                     return reason
+            if lowering is None:
+                count = len(self.lowerings)
+                return f"op '{node.op}' has no {self.name} lowering ({count} ops have one)"
             if lowering.dtypes is not None and node.inputs:
                 first = node.inputs[0]
                 if first.type.dtype not in lowering.dtypes:

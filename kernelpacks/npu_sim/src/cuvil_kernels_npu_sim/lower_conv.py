@@ -1,7 +1,7 @@
 """Layer lowerings onto the MAC array: `lower_qconv2d`, `lower_qlinear`, `lower_qmatmul`.
 
 Each takes shapes, numpy constants and integer attributes (zero points, per-channel multiplier
-and shift from `cuvil_ref.quant.arith.quantize_multiplier`, clamp bounds that already include a
+and shift from `cuvil_ref.ops.qarith.quantize_multiplier`, clamp bounds that already include a
 fused relu/relu6) and returns a `Program`. Grouped and depthwise convolutions pack several groups
 into one block-diagonal dense problem of up to `array_rows` input channels, so the array stays
 busy on narrow groups; depthwise convolutions (one input and one output channel per group) run as
