@@ -114,6 +114,13 @@ def div(cx: OnnxContext, node: OnnxNode) -> Value:
     assert a is not None and b is not None
     if a.type.dtype.is_float:
         return cx.op("div", [a, b])
+    ka, kb = cx.array(a), cx.array(b)
+    if ka is not None and kb is not None:  # shape arithmetic: fold with C division here
+        if np.any(kb == 0):
+            raise cx.error("integer division by zero")
+        q = np.floor_divide(ka, kb)
+        q = q + ((np.remainder(ka, kb) != 0) & ((ka < 0) != (kb < 0))).astype(q.dtype)
+        return cx.constant(q.astype(a.type.dtype.numpy), "div")
     if "trunc_divide" not in REGISTRY:
         raise cx.error("integer Div needs the IR op 'trunc_divide', which is not registered")
     return cx.op("trunc_divide", [a, b])
@@ -128,7 +135,17 @@ def mod(cx: OnnxContext, node: OnnxNode) -> Value:
     fmod = int(node.attr("fmod", 0))
     if not fmod and a.type.dtype.is_float:
         raise cx.error("Mod on floats requires fmod=1 (the ONNX spec)")
-    return cx.op("fmod" if fmod else "remainder", [a, b])
+    ka, kb = cx.array(a), cx.array(b)
+    if ka is not None and kb is not None:  # shape arithmetic: fold here
+        if not a.type.dtype.is_float and np.any(kb == 0):
+            raise cx.error("integer modulo by zero")
+        with np.errstate(all="ignore"):
+            r = np.fmod(ka, kb) if fmod else np.remainder(ka, kb)
+        return cx.constant(np.asarray(r, dtype=a.type.dtype.numpy), "mod")
+    ir_op = "fmod" if fmod else "remainder"
+    if ir_op not in REGISTRY:
+        raise cx.error(f"Mod needs the IR op '{ir_op}', which is not registered")
+    return cx.op(ir_op, [a, b])
 
 
 @onnx_op(TABLE, "Pow", 7, 12, 13, 15)

@@ -58,65 +58,110 @@ def _window(node: OnnxNode, x: Value, kernel: Sequence[int] | None = None):  # t
     return k, strides, dilations
 
 
-@onnx_op(TABLE, "Conv", 1, 11, 22)
-def conv(cx: OnnxContext, node: OnnxNode) -> Value:
-    x, w, b = node.inputs[0], node.inputs[1], node.input(2)
-    assert x is not None and w is not None
-    kernel = node.attr("kernel_shape") or w.type.shape[2:]
-    k, strides, dilations = _window(node, x, [int(v) for v in kernel])
-    if len(k) != 2:
-        raise cx.error(f"Conv over {len(k)} spatial dims: Cuvil's IR has 2-D convolution")
-    pads = spatial_pads(cx, node, x, k, strides, dilations)
-    inputs = [x, w] + ([b] if b is not None else [])
-    return cx.op(
-        "conv2d",
-        inputs,
-        stride=tuple(strides),
-        padding=(pads[0], pads[1], pads[2], pads[3]),
-        dilation=tuple(dilations),
-        groups=int(node.attr("group", 1)),
-    )
-
-
 def _pool2d(cx: OnnxContext, node: OnnxNode, kind: str) -> Value:
+    """Max or average pooling over 1 or 2 spatial dims (1-D pools run as 2-D with a unit row).
+
+    Symmetric pads up to half the kernel go to the IR pool as they are. Other pads become an
+    explicit ``pad`` (padded to the output size ONNX's ``ceil_mode`` rule gives: the last window
+    must start inside the input or its left padding); an average then divides by the pooled
+    count of the cells that count (the input, plus the pads with ``count_include_pad``).
+    """
     x = x_of(node)
     k, strides, dilations = _window(node, x)
-    if len(k) != 2:
-        raise cx.error(f"{node.op_type} over {len(k)} spatial dims: Cuvil's IR pools 2-D")
+    if len(k) not in (1, 2):
+        raise cx.error(f"{node.op_type} over {len(k)} spatial dims: Cuvil's IR pools 1-D and 2-D")
     pads = spatial_pads(cx, node, x, k, strides, dilations)
+    one_d = len(k) == 1
+    if one_d:
+        x = cx.op("unsqueeze", [x], axis=2)
+        k, strides, dilations = [1, *k], [1, *strides], [1, *dilations]
+        pads = [0, pads[0], 0, pads[1]]
     ceil = bool(node.attr("ceil_mode", 0))
+    include = bool(node.attr("count_include_pad", 0))
     top, left, bottom, right = pads
-    symmetric = top == bottom and left == right
+    direct = top == bottom <= k[0] // 2 and left == right <= k[1] // 2
+    direct = direct and (kind == "max" or all(d == 1 for d in dilations))
+    if direct:
+        if kind == "max":
+            y = cx.op(
+                "max_pool2d",
+                [x],
+                kernel=tuple(k),
+                stride=tuple(strides),
+                padding=(top, left),
+                dilation=tuple(dilations),
+                ceil_mode=ceil,
+            )
+        else:
+            y = cx.op(
+                "avg_pool2d",
+                [x],
+                kernel=tuple(k),
+                stride=tuple(strides),
+                padding=(top, left),
+                ceil_mode=ceil,
+                count_include_pad=include,
+            )
+    else:
+        y = _explicit_pool(cx, x, kind, k, strides, dilations, pads, ceil, include)
+    return cx.op("squeeze", [y], axes=(2,)) if one_d else y
+
+
+def _explicit_pool(
+    cx: OnnxContext,
+    x: Value,
+    kind: str,
+    k: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    pads: Sequence[int],
+    ceil: bool,
+    include: bool,
+) -> Value:
+    dims = static_dims(cx, x, "pooling with large or asymmetric pads")
+    extra = []
+    for i in range(2):
+        n, b, e = dims[2 + i], pads[i], pads[2 + i]
+        window = dilations[i] * (k[i] - 1) + 1
+        size = (n + b + e - window) / strides[i] + 1
+        out = int(np.ceil(size)) if ceil else int(np.floor(size))
+        if ceil and (out - 1) * strides[i] >= n + b:
+            out -= 1
+        extra.append(max((out - 1) * strides[i] + window - (n + b + e), 0))
+    top, left, bottom, right = pads
+    torch_pads = (left, right + extra[1], top, bottom + extra[0])
+    dt = x.type.dtype
     if kind == "max":
-        if not symmetric:
-            x = cx.op("pad", [x], pads=(left, right, top, bottom), value=float("-inf"))
-            top = left = 0
+        low = float("-inf") if dt.is_float else float(np.iinfo(dt.numpy).min)
+        xp = cx.op("pad", [x], pads=torch_pads, value=low)
         return cx.op(
             "max_pool2d",
-            [x],
+            [xp],
             kernel=tuple(k),
             stride=tuple(strides),
-            padding=(top, left),
+            padding=(0, 0),
             dilation=tuple(dilations),
-            ceil_mode=ceil,
         )
-    if any(d != 1 for d in dilations):
-        raise cx.error("AveragePool with dilations is not supported")
-    include = bool(node.attr("count_include_pad", 0))
-    if not symmetric:
-        if not include:
-            raise cx.error("AveragePool with asymmetric pads and count_include_pad=0")
-        x = cx.op("pad", [x], pads=(left, right, top, bottom), value=0.0)
-        top = left = 0
-    return cx.op(
-        "avg_pool2d",
-        [x],
-        kernel=tuple(k),
-        stride=tuple(strides),
-        padding=(top, left),
-        ceil_mode=ceil,
-        count_include_pad=include,
+    if not dt.is_float:
+        raise cx.error(f"AveragePool of a {dt.value} tensor is not supported")
+    xp = cx.op("pad", [x], pads=torch_pads, value=0.0)
+    counted = np.zeros(
+        (dims[2] + top + bottom + extra[0], dims[3] + left + right + extra[1]), dtype=dt.numpy
     )
+    if include:
+        counted[: dims[2] + top + bottom, : dims[3] + left + right] = 1
+    else:
+        counted[top : top + dims[2], left : left + dims[3]] = 1
+    mask = cx.constant(counted.reshape(1, 1, *counted.shape), "pool_count")
+    # window sums as a convolution with a ones kernel (dilation included), one channel at a time
+    n, c = dims[0], dims[1]
+    ones = cx.constant(np.ones((1, 1, *k), dtype=dt.numpy), "window")
+    attrs = {"stride": tuple(strides), "dilation": tuple(dilations)}
+    flat = cx.op("reshape", [xp], shape=(n * c, 1, *counted.shape))
+    total = cx.op("conv2d", [flat, ones], **attrs)
+    count = cx.op("conv2d", [mask, ones], **attrs)
+    y = cx.op("div", [total, count])
+    return cx.op("reshape", [y], shape=(n, c, *y.type.shape[2:]))
 
 
 @onnx_op(TABLE, "MaxPool", 1, 8, 10, 11, 12, 22)

@@ -29,6 +29,14 @@ MUST_PASS = [
     "test_size_example",
     "test_pow_types_int32_float32",
     "test_layer_normalization_4d_axis1_expanded_ver18",
+    "test_attention_4d_gqa_with_past_and_present",
+    "test_attention_3d_diff_heads_sizes_softcap_expanded",
+    "test_rotary_embedding_interleaved",
+    "test_sce_mean_weight_ii_log_prob",
+    "test_convtranspose_output_shape",
+    "test_averagepool_2d_same_upper",
+    "test_maxpool_2d_pads",
+    "test_lppool_2d_dilations",
     "test_softmax_axis_1_expanded_ver18",
     "test_gathernd_example_int32_batch_dim1",
     "test_wrap_pad",
@@ -53,10 +61,10 @@ def test_every_case_is_found() -> None:
 def test_claimed_ops_pass_their_node_tests(results) -> None:
     passed = [r for r in results if r.status == "passed"]
     # cases whose tensors use an element type Cuvil has no dtype for are counted as failures
-    assert len(supported_ops()) >= 110
-    assert len(passed) / len(results) >= 0.73
+    assert len(supported_ops()) >= 120
+    assert len(passed) / len(results) >= 0.79
     lacking = [r for r in results if r.status != "passed" and "element type" in r.detail]
-    assert len(passed) / (len(results) - len(lacking)) >= 0.9
+    assert len(passed) / (len(results) - len(lacking)) >= 0.94
 
 
 @pytest.mark.parametrize("name", MUST_PASS)
