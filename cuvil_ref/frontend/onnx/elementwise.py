@@ -9,6 +9,7 @@ Unary ops whose IR op another family declares are claimed only when that op is r
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from cuvil_ref.frontend.onnx.context import OnnxContext, OnnxNode
@@ -201,18 +202,44 @@ def clip(cx: OnnxContext, node: OnnxNode) -> Value:
     return x
 
 
+def onnx_cast(cx: OnnxContext, node: OnnxNode, x: Value, to: DType) -> Value:
+    """ONNX's Cast: to a float8/float4 type, ``saturate=1`` (the default) clamps to the format's
+    largest finite value first (infinities included); float8e8m0 rounds ``round_mode`` (up,
+    down, nearest) to a power of two."""
+    if not to.is_storage or not to.is_float or x.type.dtype == to:
+        return cx.cast(x, to)
+    exact = x.type.dtype in (DType.f32, DType.f64) or (
+        to != DType.f8e8m0 and x.type.dtype.is_float and not x.type.dtype.is_storage
+    )
+    src = x if exact else cx.cast(x, DType.f32)
+    if int(node.attr("saturate", 1)):
+        info = ml_dtypes.finfo(to.numpy)
+        # float8e8m0 (powers of two, no zero or sign) saturates at its smallest value too
+        low = float(info.tiny) if to == DType.f8e8m0 else -float(info.max)
+        src = cx.op("clamp", [src], min=low, max=float(info.max))
+    mode = str(node.attr("round_mode", "up"))
+    if to != DType.f8e8m0 or mode == "nearest":
+        return cx.cast(src, to)
+    if mode not in ("up", "down"):
+        raise cx.error(f"round_mode {mode!r} is not up, down or nearest")
+    near = cx.cast(cx.cast(src, to), src.type.dtype)  # a power of two near x
+    off = cx.op("lt" if mode == "up" else "gt", [near, src])
+    step = cx.scalar(2.0 if mode == "up" else 0.5, src.type.dtype)
+    return cx.cast(cx.op("where", [off, cx.op("mul", [near, step]), near]), to)
+
+
 @onnx_op(TABLE, "Cast", 6, 9, 13, 19, 21, 23, 24, 25)
 def cast(cx: OnnxContext, node: OnnxNode) -> Value:
     from cuvil_ref.frontend.onnx.importer import dtype_of
 
-    return cx.cast(x_of(node), dtype_of(int(node.attr("to")), "Cast's 'to'"))
+    return onnx_cast(cx, node, x_of(node), dtype_of(int(node.attr("to")), "Cast's 'to'"))
 
 
 @onnx_op(TABLE, "CastLike", 15, 19, 21, 23, 24, 25)
 def cast_like(cx: OnnxContext, node: OnnxNode) -> Value:
     target = node.inputs[1]
     assert target is not None
-    return cx.cast(x_of(node), target.type.dtype)
+    return onnx_cast(cx, node, x_of(node), target.type.dtype)
 
 
 @onnx_op(TABLE, "IsNaN", 9, 13, 20)

@@ -223,15 +223,28 @@ def gemm(cx: OnnxContext, node: OnnxNode) -> Value:
 
 
 @onnx_op(TABLE, "BatchNormalization", 7, 9, 14, 15)
-def batch_norm(cx: OnnxContext, node: OnnxNode) -> Value:
-    if int(node.attr("training_mode", 0)):
-        raise cx.error("BatchNormalization in training mode; export the model in eval mode")
+def batch_norm(cx: OnnxContext, node: OnnxNode) -> Sequence[Value]:
+    """Inference: the running statistics. ``training_mode=1``: the batch's own mean and
+    (biased) variance normalize, and the running statistics come back updated:
+    ``running * momentum + batch * (1 - momentum)``."""
     x, scale, bias, mean, var = node.inputs[:5]
-    return cx.op(
-        "batch_norm",
-        [x, mean, var, scale, bias],  # type: ignore[list-item]
-        eps=float(node.attr("epsilon", 1e-5)),
-    )
+    assert x is not None and mean is not None and var is not None
+    eps = float(node.attr("epsilon", 1e-5))
+    if not int(node.attr("training_mode", 0)):
+        return [cx.op("batch_norm", [x, mean, var, scale, bias], eps=eps)]  # type: ignore[list-item]
+    axes = (0, *range(2, x.type.rank))
+    batch_mean = cx.op("mean", [x], axes=axes)
+    d = cx.op("sub", [x, cx.op("mean", [x], axes=axes, keepdim=True)])
+    batch_var = cx.op("mean", [cx.op("mul", [d, d])], axes=axes)
+    y = cx.op("batch_norm", [x, batch_mean, batch_var, scale, bias], eps=eps)  # type: ignore[list-item]
+    m = float(node.attr("momentum", 0.9))
+    dt = x.type.dtype
+
+    def update(running: Value, batch: Value) -> Value:
+        kept = cx.op("mul", [running, cx.scalar(m, dt)])
+        return cx.op("add", [kept, cx.op("mul", [batch, cx.scalar(1 - m, dt)])])
+
+    return [y, update(mean, batch_mean), update(var, batch_var)]
 
 
 @onnx_op(TABLE, "InstanceNormalization", 1, 6, 22)
@@ -322,7 +335,9 @@ def lp_normalization(cx: OnnxContext, node: OnnxNode) -> Value:
         norm = cx.op("sqrt", [cx.op("sum", [cx.op("mul", [x, x])], axes=(axis,), keepdim=True)])
     else:
         raise cx.error(f"p={p}: LpNormalization takes p = 1 or 2")
-    return cx.op("div", [x, norm])
+    zero = cx.scalar(0, x.type.dtype)
+    # a zero norm gives 0, not 0/0 (ONNX's reference)
+    return cx.op("where", [cx.op("eq", [norm, zero]), zero, cx.op("div", [x, norm])])
 
 
 @onnx_op(TABLE, "LRN", 1, 13)
