@@ -36,7 +36,7 @@ def parse(cx: OnnxContext, equation: str, ranks: list[int]) -> tuple[list[str], 
         widths.append(n if "..." in t else 0)
     ell = max(widths, default=0)
     letters = _ELLIPSIS_LETTERS[:ell]
-    ops = [t.replace("...", letters[ell - w:]) for t, w in zip(terms, widths)]
+    ops = [t.replace("...", letters[ell - w :]) for t, w in zip(terms, widths)]
     if arrow:
         out = rhs.replace("...", letters)
     else:
@@ -68,8 +68,9 @@ def _sum_out(cx: OnnxContext, x: Value, term: str, keep: set[str]) -> tuple[Valu
     return cx.op("sum", [x], axes=drop), "".join(c for c in term if c in keep)
 
 
-def _pair(cx: OnnxContext, a: Value, ta: str, b: Value, tb: str, needed: set[str]
-          ) -> tuple[Value, str]:
+def _pair(
+    cx: OnnxContext, a: Value, ta: str, b: Value, tb: str, needed: set[str]
+) -> tuple[Value, str]:
     da = dict(zip(ta, static_dims(cx, a, "Einsum")))
     db = dict(zip(tb, static_dims(cx, b, "Einsum")))
     batch = [c for c in ta if c in tb and c in needed]
@@ -103,7 +104,7 @@ def einsum(cx: OnnxContext, node: OnnxNode) -> Value:
         values.append(_sum_out(cx, x, t, others))
     acc, term = values[0]
     for k, (x, t) in enumerate(values[1:], start=1):
-        needed = set(out).union(*(set(u) for u in terms[k + 1:]))
+        needed = set(out).union(*(set(u) for u in terms[k + 1 :]))
         acc, term = _pair(cx, acc, term, x, t, needed)
     acc, term = _sum_out(cx, acc, term, set(out))
     if term != out:

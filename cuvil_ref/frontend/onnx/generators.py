@@ -41,9 +41,7 @@ onnx_op(TABLE, "HammingWindow", 17)(
     _window(lambda n, m: 25 / 46 - (21 / 46) * np.cos(2 * np.pi * n / m))
 )
 onnx_op(TABLE, "BlackmanWindow", 17)(
-    _window(
-        lambda n, m: 0.42 - 0.5 * np.cos(2 * np.pi * n / m) + 0.08 * np.cos(4 * np.pi * n / m)
-    )
+    _window(lambda n, m: 0.42 - 0.5 * np.cos(2 * np.pi * n / m) + 0.08 * np.cos(4 * np.pi * n / m))
 )
 
 
@@ -198,15 +196,22 @@ def max_unpool(cx: OnnxContext, node: OnnxNode) -> Value:
     sp = len(k)
     strides = [int(v) for v in node.attr("strides", [1] * sp)]
     pads = [int(v) for v in node.attr("pads", [0] * (2 * sp))]
-    out = (*dims[:2], *[(dims[2 + i] - 1) * strides[i] - pads[i] - pads[sp + i] + k[i]
-                        for i in range(sp)])
+    out = (
+        *dims[:2],
+        *[(dims[2 + i] - 1) * strides[i] - pads[i] - pads[sp + i] + k[i] for i in range(sp)],
+    )
     planes = dims[0] * dims[1]
     plane_in, plane_out = int(np.prod(dims[2:])), int(np.prod(out[2:]))
     if planes * plane_in * plane_out > UNPOOL_LIMIT:
         raise cx.error(f"MaxUnpool to {list(out)} is too large for Cuvil's placement")
     offsets = (np.arange(planes, dtype=np.int64) * plane_out).reshape(planes, 1, 1)
-    local = cx.op("sub", [cx.op("reshape", [cx.cast(index, DType.i64)],
-                                shape=(planes, plane_in, 1)), cx.constant(offsets, "offsets")])
+    local = cx.op(
+        "sub",
+        [
+            cx.op("reshape", [cx.cast(index, DType.i64)], shape=(planes, plane_in, 1)),
+            cx.constant(offsets, "offsets"),
+        ],
+    )
     positions = cx.constant(np.arange(plane_out, dtype=np.int64).reshape(1, 1, -1), "positions")
     hot = cx.op("eq", [local, positions])  # (planes, plane_in, plane_out)
     values = cx.op("reshape", [x], shape=(planes, plane_in, 1))

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from cuvil_ref.frontend.onnx import (
+    activations,
     attention,
     conv,
     einsum,
@@ -11,6 +12,7 @@ from cuvil_ref.frontend.onnx import (
     generators,
     losses,
     nn,
+    pool,
     quant,
     recurrent,
     reduce,
@@ -22,7 +24,24 @@ from cuvil_ref.frontend.onnx import (
 from cuvil_ref.frontend.onnx.table import OnnxConverter
 
 TABLE: dict[str, OnnxConverter] = {}
-for _module in (conv, einsum, elementwise, generators, shape, tensor, nn, reduce, quant, recurrent, resize, signal, losses, attention):
+for _module in (
+    activations,
+    pool,
+    conv,
+    einsum,
+    elementwise,
+    generators,
+    shape,
+    tensor,
+    nn,
+    reduce,
+    quant,
+    recurrent,
+    resize,
+    signal,
+    losses,
+    attention,
+):
     for _name, _conv in _module.TABLE.items():
         if _name in TABLE:
             raise RuntimeError(f"ONNX op {_name} has two converters")

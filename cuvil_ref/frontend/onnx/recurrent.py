@@ -128,14 +128,19 @@ def recurrent(cx: OnnxContext, node: OnnxNode, kind: str) -> Sequence[Value | No
         h = cx.op("squeeze", [_slice(cx, h0, 0, d, 1)], axes=(0,)) if h0 is not None else zeros
         c = cx.op("squeeze", [_slice(cx, c0, 0, d, 1)], axes=(0,)) if c0 is not None else zeros
         pd = cx.op("squeeze", [_slice(cx, peep, 0, d, 1)], axes=(0,)) if peep is not None else None
-        act = acts[d * per: (d + 1) * per]
+        act = acts[d * per : (d + 1) * per]
         outs = []
         for t in range(steps):
             xt = cx.op("squeeze", [_slice(cx, proj, 0, t, 1)], axes=(0,))
             h_new, c_new = _step(cx, node, kind, xt, h, c, rt, rb, pd, act, hidden, clip)
             if lens is not None:
-                alive = cx.op("gt", [cx.op("reshape", [cx.cast(lens, DType.i64)],
-                                           shape=(batch, 1)), cx.scalar(t, DType.i64)])
+                alive = cx.op(
+                    "gt",
+                    [
+                        cx.op("reshape", [cx.cast(lens, DType.i64)], shape=(batch, 1)),
+                        cx.scalar(t, DType.i64),
+                    ],
+                )
                 h_new = cx.op("where", [alive, h_new, h])
                 if c_new is not None:
                     c_new = cx.op("where", [alive, c_new, c])
@@ -161,8 +166,18 @@ def recurrent(cx: OnnxContext, node: OnnxNode, kind: str) -> Sequence[Value | No
 
 
 def _step(
-    cx: OnnxContext, node: OnnxNode, kind: str, xt: Value, h: Value, c: Value, rt: Value,
-    rb: Value | None, peep: Value | None, act: list[Act], hidden: int, clip: float | None,
+    cx: OnnxContext,
+    node: OnnxNode,
+    kind: str,
+    xt: Value,
+    h: Value,
+    c: Value,
+    rt: Value,
+    rb: Value | None,
+    peep: Value | None,
+    act: list[Act],
+    hidden: int,
+    clip: float | None,
 ) -> tuple[Value, Value | None]:
     def clipped(v: Value) -> Value:
         return v if clip is None else cx.op("clamp", [v], min=-float(clip), max=float(clip))
@@ -194,8 +209,11 @@ def _step(
     pre = cx.op("add", [xt, hr])
 
     def peeped(v: Value, i: int, state: Value) -> Value:
-        return v if peep is None else cx.op("add", [v, cx.op("mul", [_slice(cx, peep, 0, i,
-                                                                             hidden), state])])
+        return (
+            v
+            if peep is None
+            else cx.op("add", [v, cx.op("mul", [_slice(cx, peep, 0, i, hidden), state])])
+        )
 
     i_g = f(clipped(peeped(gate(pre, 0), 0, c)))
     f_g = f(clipped(peeped(gate(pre, 2), 2, c)))
