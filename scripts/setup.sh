@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install Cuvil's six distributions (editable) and the test tools into the current Python.
+# Install Cuvil's seven distributions (six and the example pack) (editable) and the test tools into the current Python.
 # torch is pinned: `pip install torch==2.13.0` takes the CPU build; an unpinned torch would pull a
 # multi-GB CUDA build. As root on Debian, also installs hipcc for the kernel compile check
 # (`bash scripts/test.sh` prints SKIP for the HIP archs where it is missing).
@@ -16,9 +16,10 @@ if ! command -v hipcc >/dev/null 2>&1; then
 fi
 $PIP install --quiet --disable-pip-version-check "torch==2.13.0"
 $PIP install --quiet --disable-pip-version-check \
-    -e ".[torch,test,sign,serve,serve-test]" \
+    -e ".[torch,test,sign,serve,serve-test,jax,onnx,onnx-test]" \
     -e conformance \
     -e kernelpacks/npu_sim \
     -e kernelpacks/cuda \
     -e kernelpacks/hip \
-    -e "kernelpacks/cpu[bench]"
+    -e "kernelpacks/cpu[bench]" \
+    -e cuvil_ref/plugin/example_pack

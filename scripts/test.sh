@@ -37,6 +37,7 @@ run "cuvil-kernels-npu-sim" kernelpacks/npu_sim/tests -q
 NUMBA_ENABLE_CUDASIM=1 run "cuvil-kernels-cuda" kernelpacks/cuda/tests -q
 run "cuvil-kernels-hip" kernelpacks/hip/tests -q
 run "cuvil-kernels-cpu" kernelpacks/cpu/tests -q
+run "cuvil-kernels-example" cuvil_ref/plugin/example_pack/tests -q
 if [ "$QUICK" = 0 ]; then
     echo "=== hip/cuda kernel compile check (nvcc sm_80/sm_90, hipcc gfx90a/gfx942)"
     MISSING=(--allow-missing)

@@ -126,6 +126,26 @@ def torch_to_cuvilir(
     return module
 
 
+def jax_to_cuvilir(fn: Any, *example_args: Any, name: str | None = None) -> Module:
+    """Capture a ``jax.numpy``/``lax`` function (see ``cuvil_ref.frontend.jax``)."""
+    from cuvil_ref.frontend.jax import jax_to_cuvilir as capture
+
+    return capture(fn, *example_args, name=name)
+
+
+def onnx_to_cuvilir(
+    path_or_model: Any,
+    input_shapes: Any = None,
+    name: str | None = None,
+    constant_inputs: Mapping[str, Any] | None = None,
+) -> Module:
+    """Import an ONNX model (path, bytes or ``onnx.ModelProto``; see
+    ``cuvil_ref.frontend.onnx``)."""
+    from cuvil_ref.frontend.onnx import onnx_to_cuvilir as import_onnx
+
+    return import_onnx(path_or_model, input_shapes, name, constant_inputs)
+
+
 def output_structure(module: Module) -> Any:
     """The model's output structure as recorded (see ``structure.py``): a JSON-able tree whose
     ``{"kind": "tensor", "index": i}`` leaves are output indices."""
@@ -278,4 +298,11 @@ def _dynamic(dynamic_dims: DynamicDims, dynamic_batch: bool, n: int) -> list[dic
     return per
 
 
-__all__ = ["CAPTURES", "input_names", "output_structure", "torch_to_cuvilir"]
+__all__ = [
+    "CAPTURES",
+    "input_names",
+    "jax_to_cuvilir",
+    "onnx_to_cuvilir",
+    "output_structure",
+    "torch_to_cuvilir",
+]

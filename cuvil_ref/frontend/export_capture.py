@@ -70,7 +70,9 @@ def export(
     kw = dict(zip(kw_names, tensors[len(example) :]))
     dynamic_shapes: Any = None
     if any(dynamic):
-        dynamic_shapes = dict(zip(names, shapes)) if names is not None else tuple(shapes)
+        dynamic_shapes = (
+            dict(zip(names, shapes)) if names is not None else _positional_shapes(model, shapes)
+        )
     try:
         ep = torch.export.export(model, args, kwargs=kw or None, dynamic_shapes=dynamic_shapes)
     except Exception as exc:
@@ -93,6 +95,29 @@ def _core_names() -> frozenset[str]:
     from cuvil_ref.frontend.aten.coverage import core_aten_ops
 
     return frozenset(core_aten_ops())
+
+
+def _positional_shapes(model: torch.nn.Module, shapes: list[Any]) -> tuple[Any, ...]:
+    """``dynamic_shapes`` for positional inputs: one entry per parameter, the inputs bound to a
+    ``*args`` parameter grouped into one tuple (torch.export's structure)."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):
+        return tuple(shapes)
+    out: list[Any] = []
+    rest = list(shapes)
+    for p in params:
+        if p.kind == inspect.Parameter.VAR_POSITIONAL:
+            out.append(tuple(rest))
+            rest = []
+            break
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            if not rest:
+                break
+            out.append(rest.pop(0))
+    return tuple(out) + tuple(rest)
 
 
 def decompose(ep: ExportedProgram, what: str = "the program") -> ExportedProgram:

@@ -18,6 +18,7 @@ from cuvil_ref.ops import (  # noqa: F401  (imported to register their ops)
     pooling,
     qgemm,
     qpool,
+    qtransformer,
     quantized,
     reductions,
     selection,

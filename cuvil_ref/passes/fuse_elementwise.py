@@ -15,17 +15,16 @@ from typing import Any
 
 from cuvil_ref.errors import PassError
 from cuvil_ref.ir.graph import Graph, Node, Value
-from cuvil_ref.ops import REGISTRY, get_op
+from cuvil_ref.ops import REGISTRY, families, get_op
 from cuvil_ref.ops.fused import SCALAR_BINARY, format_step
 from cuvil_ref.passes.base import PassResult
 from cuvil_ref.passes.dce import eliminate_dead_code
 from cuvil_ref.passes.rewrite import count_uses
 
-_POINTWISE_CATEGORIES = frozenset({"elementwise", "activation"})
 _UNARY = frozenset(
     d.name
     for d in REGISTRY
-    if d.category in _POINTWISE_CATEGORIES and d.inputs == ("x",) and d.name != "fused_elementwise"
+    if families.is_pointwise(d) and d.inputs == ("x",) and d.name != "fused_elementwise"
 )
 
 

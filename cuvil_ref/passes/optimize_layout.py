@@ -23,12 +23,12 @@ from collections.abc import Callable
 import numpy as np
 
 from cuvil_ref.ir.graph import Graph, Node, Value
+from cuvil_ref.ops import families
 from cuvil_ref.ops.fused import NHWC_VARIANTS, TO_NCHW, TO_NHWC
 from cuvil_ref.passes.base import PassResult
 from cuvil_ref.passes.rewrite import Rewriter, copy_graph_builder, rename_inputs
 
 NHWC = "NHWC"
-_POINTWISE = frozenset({"elementwise", "activation"})
 
 
 class _Layouts:
@@ -115,7 +115,7 @@ def _pool(st: _Layouts, node: Node, r: Rewriter) -> Value | None:
 def _pointwise(st: _Layouts, node: Node, r: Rewriter) -> Value | None:
     from cuvil_ref.ops import get_op
 
-    if get_op(node.op).category not in _POINTWISE or len(node.outputs) != 1:
+    if not families.is_pointwise(get_op(node.op)) or len(node.outputs) != 1:
         return None
     if node.outputs[0].type.rank != 4:
         return None

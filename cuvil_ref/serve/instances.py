@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_ref.program import CompiledProgram
+from cuvil_ref.lowering.program import CompiledProgram
 
 
 class Instance:

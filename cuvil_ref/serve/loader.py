@@ -61,6 +61,8 @@ def artifact_target(path: Any) -> tuple[Any, int | None]:
 
 
 def recorded_target(meta: dict[str, Any]) -> tuple[Any, int | None]:
+    """The target (a spec the target parser reads back, ``requested`` included) and opt_level
+    recorded in ``meta``."""
     opt = (meta.get("options") or {}).get("opt_level")
     return meta.get("target"), opt if isinstance(opt, int) else None
 
@@ -73,7 +75,7 @@ def load_version(
     require_golden: bool = False,
 ) -> LoadedVersion:
     """Verify, wrap, compile and warm up ``entry``'s ``version``; errors name the file."""
-    from cuvil_ref.compiler import compile_module
+    from cuvil_ref.lowering.compiler import compile_module
     from cuvil_ref.serve.pipeline import wrap_module
 
     start = time.perf_counter()

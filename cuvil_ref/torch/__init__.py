@@ -2,7 +2,7 @@
 
 Capture (torch.fx or torch.export, see ``cuvil_ref.frontend``) produces the IR; everything after
 that — quantization, the pass pipeline, memory planning, partitioning and lowering through the
-target's kernel pack, the compile cache — is ``cuvil_ref.compiler.compile_module``.
+target's kernel pack, the compile cache — is ``cuvil_ref.lowering.compiler.compile_module``.
 """
 
 from __future__ import annotations
@@ -154,10 +154,10 @@ def compile(
     (``ModelOutput``, namedtuple, dataclass, nested containers).
     Without ``example_inputs`` the model is captured on its first call.
     """
-    from cuvil_ref.compiler import QUANTIZE_MODES, _merge_options, compile_module
+    from cuvil_ref.lowering.compiler import QUANTIZE_MODES, compile_module, merge_options
     from cuvil_ref.plugin.host import get_host
 
-    spec = get_host().resolve(_merge_options(target, options))  # fail early on a bad target
+    spec = get_host().resolve(merge_options(target, options))  # fail early on a bad target
     if quantize not in QUANTIZE_MODES:
         raise CuvilError(f"quantize={quantize!r} is not one of {list(QUANTIZE_MODES)}")
     if capture not in CAPTURE_MODES:

@@ -21,7 +21,7 @@ from cuvil_ref.errors import InputError
 from cuvil_ref.frontend import input_names, output_structure, structure
 from cuvil_ref.ir.graph import Module
 from cuvil_ref.ir.types import format_shape
-from cuvil_ref.program import CompiledProgram
+from cuvil_ref.lowering.program import CompiledProgram
 
 
 class CompiledModule:

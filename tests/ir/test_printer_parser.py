@@ -113,6 +113,18 @@ EXAMPLES: dict[str, tuple[tuple[TensorType, ...], dict[str, Any]]] = {
     "qconv2d": ((T((1, 2, 5, 5), I8), T((3, 2, 3, 3), I8), T((3,), DType.i32)), _REQ),
     "qlinear": ((T((2, 4), I8), T((3, 4), I8), T((3,), DType.i32)), _REQ),
     "qmatmul": ((T((2, 3), I8), T((3, 4), I8)), _REQ),
+    "qsoftmax": ((T((2, 3), I8),), {"table": (*range(255), 2**15)}),
+    "qlut": ((T((2, 3), I8),), {"table": tuple(range(-128, 128)), "out_scale": 0.5}),
+    "qlayer_norm": (
+        (T((2, 3), I8),),
+        {
+            "multiplier": (_M,) * 3,
+            "shift": (30,) * 3,
+            "sign": (1, -1, 0),
+            "beta_q": (0, 1, -1),
+            "out_scale": 0.5,
+        },
+    ),  # fmt: skip
 }
 
 _SHAPES = [(2, 3), (1, 2, 4, 4), (2, 3, 4), (6,)]

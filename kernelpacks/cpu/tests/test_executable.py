@@ -10,8 +10,8 @@ import torch
 from cuvil_kernels_cpu.executable import CpuExecutable
 
 import cuvil_ref as cuvil
-from cuvil_ref.compiler import compile_module
 from cuvil_ref.frontend import torch_to_cuvilir
+from cuvil_ref.lowering.compiler import compile_module
 from cuvil_ref.zoo import get_model
 
 

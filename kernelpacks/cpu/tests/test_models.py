@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from cuvil_ref.compiler import compile_module
 from cuvil_ref.frontend import torch_to_cuvilir
+from cuvil_ref.lowering.compiler import compile_module
 from cuvil_ref.zoo import get_model
 
 

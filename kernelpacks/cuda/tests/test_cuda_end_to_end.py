@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cuvil_ref.compiler import compile_module
 from cuvil_ref.interpreter import interpret
+from cuvil_ref.lowering.compiler import compile_module
 
 torch = pytest.importorskip("torch")
 

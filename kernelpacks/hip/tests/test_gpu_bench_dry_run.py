@@ -34,7 +34,8 @@ def test_dry_run_writes_plans(tmp_path: Path) -> None:
     result = json.loads((tmp_path / "hip_gpu_check.json").read_text())
     (row,) = result["plans"]
     assert "plan_error" not in row, row
-    assert row["declined"] == [] and row["launches"] == row["nodes"] > 10
+    # one launch per node, except the flatten: a view sharing its input's bytes in the plan
+    assert row["declined"] == [] and row["launches"] == row["nodes"] - 1 > 10
     assert {"conv2d", "gemm", "pool2d"} <= set(row["families"])
     assert "| resnet18 |" in (tmp_path / "hip_gpu_check.md").read_text()
 

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from helpers import both, one_op
 
-from cuvil_ref.quant import arith
+from cuvil_ref.ops import qarith
 
 
 def _requant_attrs(o: int, rng: np.random.Generator) -> dict:
     ratios = rng.uniform(1e-4, 5e-3, o)
-    mults, shifts = arith.quantize_multipliers(list(ratios))
+    mults, shifts = qarith.quantize_multipliers(list(ratios))
     return {"multiplier": tuple(int(m) for m in mults), "shift": tuple(int(s) for s in shifts),
             "out_scale": 0.05, "out_zp": 3, "qmin": -128, "qmax": 127}  # fmt: skip
 

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 import cuvil_ref as cuvil
-from cuvil_ref.compiler import compile_module
 from cuvil_ref.errors import TargetError
 from cuvil_ref.ir import GraphBuilder, Module, TensorType
+from cuvil_ref.lowering.compiler import compile_module
+from cuvil_ref.lowering.partition import partition_graph
 from cuvil_ref.plugin.host import PluginHost
-from cuvil_ref.plugin.partition import partition_graph
 
 
 def _graph() -> Module:
