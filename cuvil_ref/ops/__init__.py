@@ -9,6 +9,7 @@ from cuvil_ref.ops import (  # noqa: F401  (imported to register their ops)
     activations,
     bitwise,
     comparison,
+    control_flow,
     conv,
     division,
     elementwise,
