@@ -16,7 +16,17 @@ from cuvil_ref.ir.builder import GraphBuilder
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.types import TensorType
 
-DTYPES = list(DType)
+
+def _torch_maps(dtype: DType) -> bool:
+    try:
+        dtype_to_torch(dtype)
+    except CaptureError:
+        return False
+    return True
+
+
+# The dtypes the torch frontend maps (storage-only and wide unsigned types never come from it).
+DTYPES = [d for d in DType if _torch_maps(d)]
 SCALARS: list[Any] = [True, 3, -2, 2.5]
 
 
