@@ -310,6 +310,7 @@ def _convert_node(
         opset,
         domain,
         subgraphs,
+        tuple(name != "" for name in node.output),
     )
     cx.node = view
     try:

@@ -67,7 +67,7 @@ def size(cx: OnnxContext, node: OnnxNode) -> Value:
     return cx.constant(np.asarray(int(np.prod(dims)), dtype=np.int64), "size")
 
 
-@onnx_op(TABLE, "Range", 11)
+@onnx_op(TABLE, "Range", 11, 27)
 def range_(cx: OnnxContext, node: OnnxNode) -> Value:
     """``start + i * delta`` for ``i < max(ceil((limit - start) / delta), 0)``, in the inputs'
     type."""
