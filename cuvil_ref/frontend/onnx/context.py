@@ -82,6 +82,9 @@ class OnnxContext:
         self.graph_inputs: dict[str, str] = {}  # IR value name -> ONNX graph input name
         # IR value name -> the ONNX graph inputs it is computed from (for StaticInputError)
         self.depends: dict[str, frozenset[str]] = {}
+        # the ONNX names in scope (If/Loop subgraphs read them) and the model's opsets
+        self.scope: dict[str, Value] = {}
+        self.opsets: Mapping[str, int] = {}
 
     # -- errors -------------------------------------------------------------------------------
     def error(self, message: str) -> UnsupportedOpError:

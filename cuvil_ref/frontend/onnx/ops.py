@@ -6,6 +6,7 @@ from __future__ import annotations
 from cuvil_ref.frontend.onnx import (
     activations,
     attention,
+    control,
     conv,
     einsum,
     elementwise,
@@ -43,6 +44,7 @@ for _module in (
     signal,
     losses,
     attention,
+    control,
 ):
     for _name, _conv in _module.TABLE.items():
         if _name in TABLE:
