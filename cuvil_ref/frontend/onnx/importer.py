@@ -36,6 +36,19 @@ ONNX_DTYPES: dict[int, DType] = {
     10: DType.f16,
     11: DType.f64,
     16: DType.bf16,
+    4: DType.u16,
+    12: DType.u32,
+    13: DType.u64,
+    17: DType.f8e4m3fn,
+    18: DType.f8e4m3fnuz,
+    19: DType.f8e5m2,
+    20: DType.f8e5m2fnuz,
+    21: DType.u4,
+    22: DType.i4,
+    23: DType.f4e2m1,
+    24: DType.f8e8m0,
+    25: DType.u2,
+    26: DType.i2,
 }
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -106,6 +119,7 @@ def import_model(
     graph = model.graph
     cx = OnnxContext()
     env: dict[str, Value] = {}
+    cx.scope, cx.opsets = env, opsets
     for init in graph.initializer:
         dtype_of(init.data_type, f"initializer '{init.name}'")
         try:
@@ -137,9 +151,10 @@ def import_model(
             continue
         env[vi.name] = cx.builder.input(vi.name, _input_type(vi, shapes.get(vi.name)))
         cx.graph_inputs[env[vi.name].name] = vi.name
+        cx.depends[env[vi.name].name] = frozenset({vi.name})
         names.append(vi.name)
     for node in graph.node:
-        _convert_node(cx, node, env, opsets, TABLE)
+        convert_node(cx, node, env, opsets, TABLE)
     outputs = []
     for vo in graph.output:
         if vo.name not in env:
@@ -228,7 +243,7 @@ def _input_type(vi: Any, override: tuple[int, ...] | None) -> TensorType:
     return TensorType(tuple(shape), dtype)
 
 
-def _convert_node(
+def convert_node(
     cx: OnnxContext,
     node: Any,
     env: dict[str, Value],
@@ -296,6 +311,7 @@ def _convert_node(
         opset,
         domain,
         subgraphs,
+        tuple(name != "" for name in node.output),
     )
     cx.node = view
     try:
@@ -321,4 +337,4 @@ def _convert_node(
         env[name] = outs[i]  # type: ignore[assignment]
 
 
-__all__ = ["ONNX_DTYPES", "dtype_of", "import_model", "load_model"]
+__all__ = ["ONNX_DTYPES", "convert_node", "dtype_of", "import_model", "load_model"]
