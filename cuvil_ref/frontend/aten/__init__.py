@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cuvil_ref.frontend.aten import arithmetic, core, reductions, shapes, unary_math
+from cuvil_ref.frontend.aten import arithmetic, core, high_level, reductions, shapes, unary_math
 
 CORE_TABLE: dict[str, Callable[..., Any]] = {}
-for _module in (core, unary_math, arithmetic, reductions, shapes):
+for _module in (core, high_level, unary_math, arithmetic, reductions, shapes):
     for _name, _conv in _module.TABLE.items():
         if _name in CORE_TABLE:
             raise RuntimeError(f"ATen op {_name} has two converters")

@@ -235,6 +235,8 @@ TABLE: dict[str, Conv] = {
     "aten::atan2": atan2,
     "aten::pow": pow_,
     **{f"aten::{op}": _integral_only(op) for op in ("bitwise_and", "bitwise_or", "bitwise_xor")},
+    # ``x & y`` exports as aten.__and__ (not decomposed to bitwise_and): same semantics
+    **{f"aten::__{op}__": _integral_only(f"bitwise_{op}") for op in ("and", "or", "xor")},
     **{f"aten::{op}": _compare(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
     **{f"aten::{op}": _logical(op) for op in ("logical_and", "logical_or", "logical_xor")},
     "aten::where": where,
