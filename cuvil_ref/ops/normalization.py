@@ -17,6 +17,7 @@ from cuvil_ref.ir.dtypes import FLOAT_DTYPES
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import Dim, TensorType, format_shape
 from cuvil_ref.ops.activations import opmath
+from cuvil_ref.ops.grid import grid, point, torch_fn
 from cuvil_ref.ops.registry import Attr, OpDef, register
 
 EPS = Attr("eps", "float", 1e-5, "added to the variance before the square root")
@@ -100,6 +101,22 @@ register(
         attrs=(Attr("normalized_shape", "ints", doc="the trailing dims to normalize over"), EPS),
         category="normalization",
         dtypes=FLOAT_DTYPES,
+        family="layer_norm",
+        torch_twin=torch_fn("nn.functional.layer_norm"),
+        conformance=grid(
+            point("affine", normalized_shape=(8,), shapes=((2, 3, 8), (8,), (8,)), consts=(1, 2)),
+            point("no_affine", normalized_shape=(5,), shapes=((4, 5),)),
+            point("multi_dim", normalized_shape=(3, 4), shapes=((2, 3, 4), (3, 4), (3, 4)),
+                  consts=(1, 2)),
+            point("affine", normalized_shape=(16,), shapes=((1, 7, 16), (16,), (16,)),
+                  consts=(1, 2)),
+            point("eps", normalized_shape=(8,), eps=0.1, shapes=((4, 8),), values="unit"),
+            # rows of mean 1e3 and std 1e-2 at transformer widths: a one-pass variance fails
+            point("low_variance", normalized_shape=(768,), shapes=((3, 768), (768,), (768,)),
+                  consts=(1, 2), values=("lowvar:1000", "normal", "normal")),
+            point("low_variance", normalized_shape=(1024,), shapes=((2, 1024),),
+                  values="lowvar:300"),
+        ),
     )
 )
 
@@ -140,6 +157,17 @@ register(
         ),
         category="normalization",
         dtypes=FLOAT_DTYPES,
+        family="layer_norm",
+        torch_twin=torch_fn("nn.functional.rms_norm"),
+        conformance=grid(
+            point("affine", normalized_shape=(8,), eps=1e-6, shapes=((2, 3, 8), (8,)),
+                  consts=(1,)),
+            point("affine", normalized_shape=(6,), eps=1e-6, shapes=((4, 6), (6,)), consts=(1,)),
+            point("no_affine", normalized_shape=(6,), shapes=((4, 6),)),
+            point("eps", normalized_shape=(8,), eps=0.5, shapes=((4, 8),), values="unit"),
+            point("low_variance", normalized_shape=(768,), eps=1e-6, shapes=((3, 768), (768,)),
+                  consts=(1,), values=("lowvar:10", "normal")),
+        ),
     )
 )
 
@@ -179,6 +207,14 @@ def _batch_norm(
     return y.astype(x.dtype, copy=False)
 
 
+def _batch_norm_twin(torch: object, x: object, mean: object, var: object, *params: object,
+                     eps: float) -> object:
+    weight, bias = (list(params) + [None, None])[:2]
+    return torch.nn.functional.batch_norm(  # type: ignore[attr-defined]
+        x, mean, var, weight, bias, training=False, eps=eps
+    )
+
+
 register(
     OpDef(
         name="batch_norm",
@@ -190,6 +226,19 @@ register(
         attrs=(EPS,),
         category="normalization",
         dtypes=FLOAT_DTYPES,
+        family="batch_norm",
+        torch_twin=_batch_norm_twin,
+        conformance=grid(
+            *(
+                point(rule, shapes=(s, (s[1],), (s[1],), (s[1],), (s[1],)), consts=(1, 2, 3, 4),
+                      values=("normal", "normal", "positive", "normal", "normal"))
+                for rule, s in (("rank4", (2, 4, 3, 3)), ("rank2", (3, 5)), ("rank3", (1, 3, 7)))
+            ),
+            point("no_affine", shapes=((2, 3, 4, 4), (3,), (3,)), consts=(1, 2),
+                  values=("normal", "normal", "positive")),
+            point("eps", eps=0.5, shapes=((2, 3, 4), (3,), (3,)), consts=(1, 2),
+                  values=("normal", "normal", "positive")),
+        ),
     )
 )
 
@@ -242,5 +291,16 @@ register(
         attrs=(Attr("num_groups", "int", doc="number of channel groups; must divide C"), EPS),
         category="normalization",
         dtypes=FLOAT_DTYPES,
+        family="group_norm",
+        torch_twin=torch_fn("nn.functional.group_norm"),
+        conformance=grid(
+            point("groups", num_groups=3, shapes=((2, 6, 3, 3), (6,), (6,)), consts=(1, 2)),
+            point("groups", num_groups=2, shapes=((1, 4, 5), (4,), (4,)), consts=(1, 2)),
+            point("groups", num_groups=6, shapes=((2, 6, 2, 2), (6,), (6,)), consts=(1, 2)),
+            point("groups", num_groups=1, shapes=((2, 5, 3),)),
+            # two groups of 768 elements each, mean 1e3 and std 1e-2
+            point("low_variance", num_groups=2, shapes=((1, 4, 384), (4,), (4,)),
+                  consts=(1, 2), values=("lowvar:1000", "normal", "normal")),
+        ),
     )
 )

@@ -18,6 +18,7 @@ from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import Dim, TensorType, format_shape
 from cuvil_ref.ops import quant_common as qc
+from cuvil_ref.ops.grid import grid, point
 from cuvil_ref.ops.registry import REQUIRED, Attr
 from cuvil_ref.ops.shapes import conv_out_size
 from cuvil_ref.quant import arith
@@ -82,6 +83,20 @@ qc.register_qop(
     "y = max of the int8 values in each window (as max_pool2d; padding never wins); the "
     "output keeps the input's scale and zero point.",
     (*WINDOW_ATTRS, Attr("dilation", "ints", (1, 1), "(dh, dw)")),
+    family="qpool",
+    conformance=grid(
+        point("basic", kernel=(2, 2), stride=(2, 2), shapes=((1, 3, 8, 8),), dtypes="i8",
+              values="full"),
+        # negative values only: padding must never win (it is below -128, not 0 or x_zp)
+        point("padding", kernel=(3, 3), stride=(2, 2), padding=(1, 1, 1, 1),
+              shapes=((1, 2, 9, 9),), dtypes="i8", values="neg"),
+        point("ceil_mode", kernel=(3, 3), stride=(2, 2), ceil_mode=True, shapes=((1, 2, 8, 8),),
+              dtypes="i8", values="neg"),
+        point("ceil_mode", kernel=(3, 2), stride=(2, 1), ceil_mode=True, shapes=((1, 2, 7, 8),),
+              dtypes="i8", values="full"),
+        point("dilation", kernel=(3, 3), dilation=(2, 2), padding=(1, 1, 1, 1),
+              shapes=((1, 2, 9, 9),), dtypes="i8", values="neg"),
+    ),
 )
 
 
@@ -189,6 +204,35 @@ qc.register_qop(
         Attr("count_include_pad", "bool", True, "count padding in the divisor"),
         *AVG_ATTRS,
     ),
+    family="qpool",
+    conformance=grid(
+        *(
+            point(rule, **attrs, x_zp=-5, out_scale=0.04, out_zp=3,
+                  hints={"pool_ratio": 0.05 / 0.04,
+                         "pool_max": attrs["kernel"][0] * attrs["kernel"][1]},
+                  shapes=(shape,), dtypes="i8", values="full")
+            for rule, shape, attrs in (
+                ("basic", (1, 3, 8, 8), {"kernel": (2, 2), "stride": (2, 2)}),
+                ("count_include_pad", (1, 2, 9, 9),
+                 {"kernel": (3, 3), "stride": (2, 2), "padding": (1, 1, 1, 1)}),
+                ("count_include_pad", (1, 2, 9, 9),
+                 {"kernel": (3, 3), "stride": (2, 2), "padding": (1, 1, 1, 1),
+                  "count_include_pad": False}),
+                # the last window overhangs the input: the overhang is never counted
+                ("ceil_mode", (1, 2, 8, 8),
+                 {"kernel": (3, 3), "stride": (2, 2), "ceil_mode": True}),
+                ("ceil_mode", (1, 2, 7, 7),
+                 {"kernel": (3, 3), "stride": (2, 2), "padding": (1, 1, 1, 1), "ceil_mode": True}),
+                ("ceil_mode", (1, 2, 6, 6),
+                 {"kernel": (3, 3), "stride": (2, 2), "padding": (1, 1, 1, 1), "ceil_mode": True,
+                  "count_include_pad": False}),
+            )
+        ),
+        # s_in = s_out over 2x2 windows: sums / 4 land on halves, which round up (+inf)
+        point("tie", kernel=(2, 2), stride=(2, 2), x_zp=0, out_scale=0.05,
+              hints={"pool_ratio": 1.0, "pool_max": 4}, shapes=((1, 2, 8, 8),), dtypes="i8",
+              values="full"),
+    ),
 )
 
 
@@ -217,4 +261,13 @@ qc.register_qop(
     "Windows [floor(i*H/OH), ceil((i+1)*H/OH)) x (same for W); acc = sum of (x - x_zp), "
     "n = window size; out = clamp(out_zp + rescale(acc, M[n-1], shift[n-1]), qmin, qmax).",
     (Attr("output_size", "ints", REQUIRED, "(OH, OW)"), *AVG_ATTRS),
+    family="qpool",
+    conformance=grid(
+        point("global", output_size=(1, 1), x_zp=2, out_scale=0.05, out_zp=2,
+              hints={"pool_ratio": 1.0, "pool_max": 49}, shapes=((1, 4, 7, 7),), dtypes="i8",
+              values="full"),
+        point("overlap", output_size=(3, 4), x_zp=2, out_scale=0.05, out_zp=2,
+              hints={"pool_ratio": 1.0, "pool_max": 70}, shapes=((1, 2, 10, 7),), dtypes="i8",
+              values="full"),
+    ),
 )

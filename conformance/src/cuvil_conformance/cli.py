@@ -1,6 +1,7 @@
 """``cuvil-conformance run --target T``: run the suite with a progress bar and write reports.
 
-Exit status: 0 when nothing failed or errored and every requested op has cases; 1 otherwise;
+Exit status: 0 when nothing failed or errored, every requested op has cases and the pack ran at
+least one case; 1 otherwise;
 2 for usage errors (unknown target, unknown op); 3 when the target is unavailable on this machine
 (every case is then reported as unsupported — never as passed) unless --allow-unavailable.
 """
@@ -55,8 +56,9 @@ def run(
 ) -> None:
     """Run the suite for TARGET.
 
-    Exit status: 0 when every requested case passed or was declined by the pack; 1 on failures,
-    errors or ops without cases; 2 on usage errors; 3 when the target is unavailable here
+    Exit status: 0 when every requested case passed or was declined by the pack and at least one
+    case ran; 1 on failures, errors, ops without cases or when the pack claimed no case at all;
+    2 on usage errors; 3 when the target is unavailable here
     (nothing ran), unless --allow-unavailable.
     """
     console = Console(stderr=True)
@@ -101,6 +103,11 @@ def run(
     out.print(table)
     if report.uncovered:
         out.print(f"[red]ops without cases:[/] {', '.join(report.uncovered)}")
+    if t.get("available", True) and s["claimed"] == 0:
+        out.print(
+            f"[red]the pack ran none of the {s['total']} cases[/] (all unsupported or skipped): "
+            "nothing was shown to conform; check --ops and the pack's cuvil_supports_node"
+        )
     for r in report.results:
         if show == "all" or (show == "failures" and r.status in ("failed", "error")):
             out.print(f"{r.status.upper():<11} {r.id}: {r.reason}", markup=False)
