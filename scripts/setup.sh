@@ -12,3 +12,5 @@ $PIP install --quiet --disable-pip-version-check \
     -e kernelpacks/npu_sim \
     -e kernelpacks/cuda \
     -e kernelpacks/hip
+# test fixture, never shipped: planted-bug packs that prove the conformance suite can fail
+$PIP install --quiet --disable-pip-version-check -e conformance/tests/mutants

@@ -49,7 +49,7 @@ def module_members(module: Module, extra_meta: Mapping[str, Any] | None = None) 
     index = []
     blob = bytearray()
     for name, arr in module.graph.constants.items():
-        a = np.ascontiguousarray(arr)
+        a = np.asarray(arr, order="C")  # (np.ascontiguousarray makes 0-d arrays 1-d)
         le = a.astype(a.dtype.newbyteorder("<"), copy=False) if a.dtype.byteorder == ">" else a
         blob += b"\0" * ((-len(blob)) % ALIGN)
         index.append(

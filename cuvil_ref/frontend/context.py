@@ -115,6 +115,9 @@ class Converter:
         self.builder = GraphBuilder()
         self.provenance: Provenance | None = None
         self.node_name: str = "v"
+        #: torch's own result for the node being converted (export: ``node.meta["val"]``, a
+        #: FakeTensor or a tuple of them; None where unknown, e.g. under torch.fx)
+        self.expected: Any = None
         self._named_constants: dict[str, Value] = {}
 
     def op(self, op: str, inputs: Sequence[Value | None], **attrs: Any) -> Value:
@@ -170,21 +173,34 @@ def to_numpy(tensor: Any) -> np.ndarray:
     return np.asarray(tensor)
 
 
+def dtype_to_torch(dtype: DType) -> Any:
+    """The torch dtype of a Cuvil DType."""
+    import torch
+
+    return {v: k for k, v in _torch_table(torch).items()}[dtype]
+
+
 def dtype_from_torch(dtype: Any) -> DType:
     """The Cuvil DType of a torch dtype; unsupported ones raise CaptureError naming them."""
     import torch
 
-    table = {
+    table = _torch_table(torch)
+    if dtype not in table:
+        names = ", ".join(str(t) for t in table)
+        raise CaptureError(f"torch dtype {dtype} is not supported by Cuvil; supported: {names}")
+    return table[dtype]
+
+
+def _torch_table(torch: Any) -> dict[Any, DType]:
+    return {
+        torch.float64: DType.f64,
         torch.float32: DType.f32,
         torch.float16: DType.f16,
         torch.bfloat16: DType.bf16,
         torch.int8: DType.i8,
         torch.uint8: DType.u8,
+        torch.int16: DType.i16,
         torch.int32: DType.i32,
         torch.int64: DType.i64,
         torch.bool: DType.bool,
     }
-    if dtype not in table:
-        names = ", ".join(str(t) for t in table)
-        raise CaptureError(f"torch dtype {dtype} is not supported by Cuvil; supported: {names}")
-    return table[dtype]

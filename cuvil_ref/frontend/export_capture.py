@@ -1,9 +1,14 @@
-"""Capture with ``torch.export.export``: convert the high-level ATen graph via ``ATEN_TABLE``.
+"""Capture with ``torch.export``: decompose to a closed vocabulary, convert via ``ATEN_TABLE``.
 
-We deliberately do *not* call ``run_decompositions()``: the exported graph then holds one node per
-layer (``aten.conv2d``, ``aten.batch_norm``, ``aten.linear``, ``aten.softmax``...), which maps
-one-to-one onto Cuvil ops. Parameters and buffers arrive as placeholders; the graph signature
-names their parameter paths, which become the constants' names. Dynamic dims use ``Dim``.
+The exported program is lowered with ``decompositions.decomposition_table()``: Core ATen plus the
+high-level ops Cuvil has natively (``linear``, ``layer_norm``, ``scaled_dot_product_attention``...),
+which stay one node per layer. Export's runtime assertions are dropped. Parameters and buffers
+arrive as placeholders; the graph signature names their parameter paths, which become the
+constants' names. Dynamic dims use ``Dim``.
+
+Every converted node is checked against the dtype and static shape torch itself computed for it
+(``node.meta["val"]``): a converter that disagrees with torch raises instead of producing a
+silently wrong graph.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from torch.export.graph_signature import InputKind
 from torch.utils import _pytree as pytree
 
 from cuvil_ref.errors import CaptureError, CuvilError
-from cuvil_ref.frontend.context import Converter
+from cuvil_ref.frontend.context import Converter, dtype_from_torch
+from cuvil_ref.frontend.decompositions import NO_OPS, decomposition_table
 from cuvil_ref.frontend.errors import Location, exception_source, located, unsupported
 from cuvil_ref.frontend.op_table import ATEN_TABLE, FUNCTION_TABLE, supported_names
 from cuvil_ref.frontend.source_lines import user_frame
@@ -47,7 +53,7 @@ def export(
         shapes.append({a: dims.setdefault(n, Dim(n)) for a, n in dyn.items()} if dyn else None)
         args.append(_widen(x, list(dyn)) if dyn else x)
     try:
-        return torch.export.export(
+        ep = torch.export.export(
             model, tuple(args), dynamic_shapes=tuple(shapes) if any(dynamic) else None
         )
     except Exception as exc:
@@ -59,6 +65,21 @@ def export(
             f"{type(exc).__name__}: {' '.join(lines)}. Make the failing code traceable "
             "(no data-dependent Python branches; for dynamic dims, no code that fixes their "
             "size), or try capture='fx'"
+        ) from exc
+    return decompose(ep, type(model).__name__)
+
+
+def decompose(ep: ExportedProgram, what: str = "the program") -> ExportedProgram:
+    """Lower ``ep`` to Core ATen plus Cuvil's preserved ops (see ``decompositions.py``)."""
+    try:
+        return ep.run_decompositions(decomposition_table())
+    except Exception as exc:
+        src = exception_source(exc)
+        where = f" at {src.describe()}" if src else ""
+        lines = [ln for ln in str(exc).splitlines() if ln.strip()][:4]
+        raise CaptureError(
+            f"torch could not decompose {what} to Core ATen{where}: {type(exc).__name__}: "
+            f"{' '.join(lines)}; try capture='fx'"
         ) from exc
 
 
@@ -115,9 +136,13 @@ def convert_program(
             break
         if node.op != "call_function":
             raise unsupported(f"{node.op} {node.target}", where, known)
+        name = _aten_name(node.target)
+        if name in NO_OPS:
+            env[node] = None
+            continue
         args = torch.fx.node.map_arg(node.args, lambda n: env[n])
         kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
-        name = _aten_name(node.target)
+        cx.expected = node.meta.get("val")
         if name is not None:
             convert = ATEN_TABLE.get(name)
             label = str(node.target)
@@ -141,6 +166,7 @@ def convert_program(
             raise unsupported(label, where, known)
         try:
             env[node] = convert(cx, *args, **kwargs)
+            check_against_torch(env[node], cx.expected)
         except CuvilError as exc:
             raise located(exc, label, where) from exc
         except (TypeError, ValueError, IndexError, KeyError) as exc:
@@ -155,6 +181,36 @@ def convert_program(
     spec = ep.call_spec.out_spec
     structure = pytree.tree_unflatten(user_outputs, spec) if spec is not None else user_outputs
     return cx, inputs, structure
+
+
+def check_against_torch(result: Any, expected: Any) -> None:
+    """Raise if a converted node's dtype or static shape differs from what torch computed.
+
+    ``expected`` is the node's ``meta["val"]`` (a FakeTensor, a tuple of them, or a SymInt/None
+    for size arithmetic). Symbolic dims are not compared; everything static must agree.
+    """
+    if expected is None:
+        return
+    if isinstance(expected, (tuple, list)):
+        if isinstance(result, (tuple, list)):
+            for r, e in zip(result, expected):
+                check_against_torch(r, e)
+        return
+    if not isinstance(expected, torch.Tensor) or not isinstance(result, Value):
+        return
+    got = result.type
+    want_dtype = dtype_from_torch(expected.dtype)
+    want_shape = tuple(expected.shape)
+    bad = got.dtype != want_dtype or len(got.shape) != len(want_shape)
+    for g, w in zip(got.shape, want_shape):
+        if isinstance(g, int) and isinstance(w, int) and g != w:
+            bad = True
+    if bad:
+        shown = ", ".join(str(d) for d in want_shape)
+        raise CaptureError(
+            f"Cuvil's conversion gives {got} but torch computes {want_dtype.value}[{shown}]; "
+            "this is a Cuvil frontend bug -- please report it with the model"
+        )
 
 
 def capture_export(

@@ -32,6 +32,7 @@ from torch.nn import functional as F
 from cuvil_ref.errors import CaptureError
 from cuvil_ref.frontend import functional as fn
 from cuvil_ref.frontend import shape_functional as sf
+from cuvil_ref.frontend.aten import CORE_TABLE
 from cuvil_ref.frontend.context import Converter
 from cuvil_ref.ir.graph import Value
 
@@ -484,6 +485,7 @@ ATEN_TABLE: dict[str, Conv] = {
     **{f"aten::{name}": conv for name, conv in _ATEN_SPECIAL.items()},
     **{f"aten::{name}": conv for name, conv in FACTORIES.items()},
 }
+ATEN_TABLE.update(CORE_TABLE)
 
 
 # --------------------------------------------------------------------------- torch.ao quantization

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from cuvil_ref.errors import CaptureError
-from cuvil_ref.frontend.context import Converter, SymDim, ir_dim, reshape_dims
+from cuvil_ref.frontend.context import Converter, SymDim, dtype_to_torch, ir_dim, reshape_dims
 from cuvil_ref.frontend.functional import dim_of, dims_arg, rank, sizes_arg, static_dim
 from cuvil_ref.ir.graph import Value
 from cuvil_ref.ops.shapes import normalize_axis
@@ -44,21 +44,7 @@ def getattr_(cx: Converter, obj: Any, name: str) -> Any:
     if name == "ndim":
         return rank(obj)
     if name == "dtype":
-        import torch
-
-        return getattr(
-            torch,
-            {
-                "f32": "float32",
-                "f16": "float16",
-                "bf16": "bfloat16",
-                "i8": "int8",
-                "u8": "uint8",
-                "i32": "int32",
-                "i64": "int64",
-                "bool": "bool",
-            }[obj.type.dtype.value],
-        )
+        return dtype_to_torch(obj.type.dtype)
     if name == "T":
         return permute(cx, obj, *reversed(range(rank(obj))))
     if name in ("device", "is_cuda", "requires_grad"):

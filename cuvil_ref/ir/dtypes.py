@@ -14,11 +14,13 @@ import numpy as np
 class DType(enum.Enum):
     """A tensor element type. The value is the name used in the textual IR."""
 
+    f64 = "f64"
     f32 = "f32"
     f16 = "f16"
     bf16 = "bf16"
     i8 = "i8"
     u8 = "u8"
+    i16 = "i16"
     i32 = "i32"
     i64 = "i64"
     bool = "bool"
@@ -64,19 +66,21 @@ class DType(enum.Enum):
 
 
 _TO_NUMPY: dict[DType, np.dtype] = {
+    DType.f64: np.dtype(np.float64),
     DType.f32: np.dtype(np.float32),
     DType.f16: np.dtype(np.float16),
     DType.bf16: np.dtype(ml_dtypes.bfloat16),
     DType.i8: np.dtype(np.int8),
     DType.u8: np.dtype(np.uint8),
+    DType.i16: np.dtype(np.int16),
     DType.i32: np.dtype(np.int32),
     DType.i64: np.dtype(np.int64),
     DType.bool: np.dtype(np.bool_),
 }
 _FROM_NUMPY: dict[np.dtype, DType] = {v: k for k, v in _TO_NUMPY.items()}
 
-FLOAT_DTYPES = frozenset({DType.f32, DType.f16, DType.bf16})
-INT_DTYPES = frozenset({DType.i8, DType.u8, DType.i32, DType.i64})
+FLOAT_DTYPES = frozenset({DType.f64, DType.f32, DType.f16, DType.bf16})
+INT_DTYPES = frozenset({DType.i8, DType.u8, DType.i16, DType.i32, DType.i64})
 ALL_DTYPES = frozenset(DType)
 
 # PyTorch's promotion order among the types we support (bool < ints < floats).
@@ -84,23 +88,25 @@ _PROMOTION_RANK = {
     DType.bool: 0,
     DType.u8: 1,
     DType.i8: 1,
-    DType.i32: 2,
-    DType.i64: 3,
-    DType.f16: 4,
-    DType.bf16: 4,
-    DType.f32: 5,
+    DType.i16: 2,
+    DType.i32: 3,
+    DType.i64: 4,
+    DType.f16: 5,
+    DType.bf16: 5,
+    DType.f32: 6,
+    DType.f64: 7,
 }
 
 
 def promote(a: DType, b: DType) -> DType:
     """Result type of a binary op on tensors of types ``a`` and ``b``, following PyTorch.
 
-    Mixed f16/bf16 promotes to f32 and mixed i8/u8 to i32 (PyTorch gives i16, which we lack).
+    Mixed f16/bf16 promotes to f32 and mixed i8/u8 to i16, as in PyTorch.
     """
     if a == b:
         return a
     if {a, b} == {DType.f16, DType.bf16}:
         return DType.f32
     if {a, b} == {DType.i8, DType.u8}:
-        return DType.i32
+        return DType.i16
     return a if _PROMOTION_RANK[a] >= _PROMOTION_RANK[b] else b

@@ -108,9 +108,8 @@ def _bias_input(m: Match, node: Node) -> np.ndarray | Value | None:
     return node.inputs[2] if len(node.inputs) > 2 else bias
 
 
-def _channel_vector(m: Match, node: Node) -> np.ndarray | None:
-    """The add's constant as a per-output-channel vector, or None if it is not one."""
-    c = m.array("c")
+def _channel_vector(c: np.ndarray, m: Match, node: Node) -> np.ndarray | None:
+    """The add's constant ``c`` as a per-output-channel vector, or None if it is not one."""
     out = node.outputs[0].type
     if m.root.outputs[0].type != out or c.dtype != out.dtype.numpy:
         return None
@@ -132,7 +131,7 @@ def _no_epilogue(n: Node) -> bool:
 
 def _bias(m: Match, r: Rewriter) -> Value | None:
     node = m.node("prod")
-    vec, bias = _channel_vector(m, node), _current_bias(m, node)
+    vec, bias = _channel_vector(m.array("c"), m, node), _current_bias(m, node)
     if vec is None or bias is None or vec.shape != bias.shape:
         return None
     return _rebuild(m, r, node, (bias + vec).astype(bias.dtype), None)
@@ -151,7 +150,7 @@ def _residual(m: Match, r: Rewriter) -> Value | None:
     bias, y = _bias_input(m, node), m["y"]
     if bias is None or y.type != m.root.outputs[0].type or y.type != node.outputs[0].type:
         return None
-    if m.is_const(y) and _channel_vector(m, node) is not None:
+    if m.is_const(y) and _channel_vector(m.constants[y.name], m, node) is not None:
         return None  # that is a bias
     activated = node.op in FUSED.values() and node.attrs["activation"] != "none"
     order = "activation_then_residual" if activated else "residual_then_activation"

@@ -45,16 +45,16 @@ def _capture(
     if capture != "auto":
         return run(capture), capture
     try:
-        return run("fx"), "fx"
-    except CaptureError as fx_error:
-        if "training mode" in str(fx_error):
+        return run("export"), "export"
+    except CaptureError as export_error:
+        if "training mode" in str(export_error):
             raise
         try:
-            return run("export"), "export"
-        except CaptureError as export_error:
+            return run("fx"), "fx"
+        except CaptureError as fx_error:
             raise CaptureError(
-                f"capture='auto' failed with both paths.\n  fx: {fx_error}\n  export: "
-                f"{export_error}"
+                f"capture='auto' failed with both paths.\n  export: {export_error}\n  fx: "
+                f"{fx_error}"
             ) from export_error
 
 
@@ -135,8 +135,9 @@ def compile(
     "mixed"; int8 calibrates on ``calibration_data`` (an iterable of input tuples or single
     tensors; default: the example inputs, with a warning). ``opt_level`` 0..3 (see
     ``cuvil_ref.passes.pipeline``). ``dynamic_dims={0: "batch"}`` (per input) or
-    ``dynamic_batch=True`` make sizes symbolic. ``capture="auto"`` tries torch.fx, then
-    torch.export. ``fallback="error"`` forbids running unsupported nodes on ``ref``.
+    ``dynamic_batch=True`` make sizes symbolic. ``capture="auto"`` tries torch.export (Core ATen
+    plus Cuvil's preserved ops, a closed vocabulary), then torch.fx. ``fallback="error"``
+    forbids running unsupported nodes on ``ref``.
     ``cache``: use the on-disk compile cache (default on; ``CUVIL_CACHE=0`` turns it off).
     ``quant_options``: passed to the quantizer (``observer="percentile"``, ``per_channel``,
     ``min_sqnr_db`` for "mixed"...; see ``cuvil_ref.quant.quantize_module``).

@@ -187,3 +187,18 @@ def test_dtypes_survive(tmp_path: Path) -> None:
     for v in consts:
         assert m.graph.constants[v.name].tobytes() == g.constants[v.name].tobytes()
         assert m.graph.constants[v.name].dtype == g.constants[v.name].dtype
+
+
+def test_zero_dim_and_empty_constants_survive(tmp_path: Path) -> None:
+    """A 0-d constant (``x * torch.tensor(0.5)``) was saved as shape [1] and refused on load."""
+    b = GraphBuilder()
+    x = b.input("x", TensorType((2, 3)))
+    half = b.constant("half", np.array(0.5, dtype=np.float32))
+    empty = b.constant("empty", np.zeros((0, 3), dtype=np.float32))
+    g = b.build([b.op("mul", [x, half]), empty])
+    Module(g).save(str(tmp_path / "z.cuvilir"))
+    m = cuvil.load(str(tmp_path / "z.cuvilir"))
+    assert m.graph.constants["half"].shape == ()
+    assert m.graph.constants["empty"].shape == (0, 3)
+    arg = np.ones((2, 3), np.float32)
+    np.testing.assert_array_equal(cuvil.interpret(m, [arg])[0], arg * 0.5)

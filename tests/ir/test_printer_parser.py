@@ -387,7 +387,7 @@ def test_reference_constant_with_other_bytes_is_rejected() -> None:
     with pytest.raises(ParseError, match="sha256"):
         parse_module(print_module(m), constants={"fc1.weight": changed})
     with pytest.raises(
-        ParseError, match=r"declared f32\[17,3\] but the given array is float64\[17,3\]"
+        ParseError, match=r"declared f32\[17,3\] but the given array is f64\[17,3\]"
     ):
         parse_module(print_module(m), constants={"fc1.weight": w.astype(np.float64)})
 

@@ -77,3 +77,16 @@ def test_multi_use_and_non_channel_constants_do_not_fuse() -> None:
     # keeps its own output
     assert ops(after) == ["conv2d", "add", "conv2d", "relu", "exp"]
     assert_equivalent(g, after)
+
+
+def test_full_shape_constant_added_to_linear_is_a_residual() -> None:
+    """``Linear(x) + buffer`` (a learned position embedding): the constant has the output's full
+    shape, so it is a residual, not a bias. This crashed with ``KeyError: 'c'`` (issue 11)."""
+    b = GraphBuilder()
+    x = b.input("x", f32(3, 4))
+    y = b.op("linear", [x, b.constant("w", randn(4, 4)), b.constant("b", randn(4, seed=1))])
+    g = b.build([b.op("add", [y, b.constant("pos", randn(3, 4, seed=3))])])
+    after = fuse_epilogue(g).graph
+    assert ops(after) == ["fused_linear"]
+    assert after.nodes[0].attrs["has_residual"]
+    assert_equivalent(g, after)

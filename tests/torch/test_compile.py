@@ -93,7 +93,7 @@ def test_report_contents() -> None:
     model, shape = get_model("mlp")
     cm = cuvil.torch.compile(model, example_inputs=(torch.randn(*shape),), opt_level=1)
     r = cm.report()
-    assert (r["target"], r["opt_level"], r["capture"]) == ("ref", 1, "fx")
+    assert (r["target"], r["opt_level"], r["capture"]) == ("ref", 1, "export")
     parts = r["partitions"]["partitions"]
     assert [p["target"] for p in parts] == ["ref"]
     assert parts[0]["ops"] == {"linear": 2, "relu": 1}

@@ -32,8 +32,8 @@ from cuvil_ref.ops import REGISTRY
 from cuvil_ref.ops.families import check_tolerance
 from cuvil_ref.plugin.types import ConformancePolicy, Tolerance
 
-EPS = {DType.f32: 2.0**-23, DType.f16: 2.0**-10, DType.bf16: 2.0**-7}
-TINY = {DType.f32: 2.0**-126, DType.f16: 2.0**-14, DType.bf16: 2.0**-126}
+EPS = {DType.f64: 2.0**-52, DType.f32: 2.0**-23, DType.f16: 2.0**-10, DType.bf16: 2.0**-7}
+TINY = {DType.f64: 2.0**-1022, DType.f32: 2.0**-126, DType.f16: 2.0**-14, DType.bf16: 2.0**-126}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,199 @@
+"""Converters for Core ATen ops that map onto Cuvil ops Cuvil already had before the closed
+vocabulary: the normalization, softmax, convolution and pooling entry points that
+``run_decompositions`` produces (``_softmax``, ``native_layer_norm``,
+``_native_batch_norm_legit_no_training``, ``convolution``, ``max_pool2d_with_indices``...), and
+tensor factories whose sizes are static.
+
+Each converter takes the ATen schema's arguments in order (tensors already IR Values). Ops that
+return several tensors in ATen (``native_layer_norm`` returns ``(out, mean, rstd)``) return a
+tuple whose unused statistics are ``None``: inference graphs read only the first output, and a
+graph that reads a statistic gets a clear error from the next converter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from cuvil_ref.errors import CaptureError
+from cuvil_ref.frontend import functional as fn
+from cuvil_ref.frontend.context import Converter, dtype_from_torch
+from cuvil_ref.ir.graph import Value
+
+Conv = Callable[..., Any]
+
+
+def _softmax(op: str) -> Conv:
+    def convert(cx: Converter, x: Value, dim: int, half_to_float: bool = False) -> Value:
+        if half_to_float and x.type.dtype.value != "f32":
+            x = cx.op("cast", [x], dtype="f32")
+        return cx.op(op, [x], axis=int(dim))
+
+    return convert
+
+
+def _softmax_int(op: str) -> Conv:
+    """The preserved ``aten.softmax.int(self, dim, dtype=None)`` (dtype: cast first)."""
+
+    def convert(cx: Converter, x: Value, dim: int, dtype: Any = None) -> Value:
+        if dtype is not None:
+            x = fn.cast(cx, x, dtype)
+        return cx.op(op, [x], axis=int(dim))
+
+    return convert
+
+
+def native_layer_norm(
+    cx: Converter,
+    x: Value,
+    normalized_shape: Sequence[int],
+    weight: Value | None,
+    bias: Value | None,
+    eps: float,
+) -> tuple[Value, None, None]:
+    return fn.layer_norm(cx, x, normalized_shape, weight, bias, eps), None, None
+
+
+def native_group_norm(
+    cx: Converter,
+    x: Value,
+    weight: Value | None,
+    bias: Value | None,
+    n: Any,
+    c: Any,
+    hw: Any,
+    group: int,
+    eps: float,
+) -> tuple[Value, None, None]:
+    return fn.group_norm(cx, x, int(group), weight, bias, eps), None, None
+
+
+def batch_norm_no_training(
+    cx: Converter,
+    x: Value,
+    weight: Value | None,
+    bias: Value | None,
+    running_mean: Value,
+    running_var: Value,
+    momentum: float,
+    eps: float,
+) -> tuple[Value, None, None]:
+    out = fn.batch_norm(cx, x, running_mean, running_var, weight, bias, False, momentum, eps)
+    return out, None, None
+
+
+def convolution(
+    cx: Converter,
+    x: Value,
+    weight: Value,
+    bias: Value | None,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    transposed: bool,
+    output_padding: Sequence[int],
+    groups: int,
+) -> Value:
+    """``aten.convolution``: today 2-D, not transposed, batched (NCHW) only."""
+    if transposed or len(weight.type.shape) != 4 or len(x.type.shape) != 4:
+        kind = "transposed " if transposed else ""
+        raise CaptureError(
+            f"{kind}convolution over {len(weight.type.shape) - 2} spatial dims with a rank-"
+            f"{len(x.type.shape)} input is not supported yet; Cuvil runs batched 2-D convolution"
+        )
+    return fn.conv2d(cx, x, weight, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
+
+
+def max_pool2d_with_indices(
+    cx: Converter,
+    x: Value,
+    kernel_size: Sequence[int],
+    stride: Sequence[int] = (),
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+) -> tuple[Value, None]:
+    return fn.max_pool2d(cx, x, kernel_size, stride or None, padding, dilation, ceil_mode), None
+
+
+def adaptive_avg_pool2d(cx: Converter, x: Value, output_size: Sequence[int]) -> Value:
+    return fn.adaptive_avg_pool2d(cx, x, output_size)
+
+
+def _factory_dtype(dtype: Any, fill: Any) -> Any:
+    import torch
+
+    if dtype is not None:
+        return dtype
+    if isinstance(fill, bool):
+        return torch.bool
+    if isinstance(fill, int):
+        return torch.int64
+    return torch.get_default_dtype()
+
+
+def full(cx: Converter, size: Sequence[Any], fill_value: Any, **kwargs: Any) -> Value:
+    """A constant of static ``size`` (a dynamic size becomes an error naming it)."""
+    dims = [int(d) for d in size]
+    dtype = dtype_from_torch(_factory_dtype(kwargs.get("dtype"), fill_value))
+    return cx.constant(np.full(dims, fill_value, dtype=dtype.numpy), "full")
+
+
+def full_like(cx: Converter, x: Value, fill_value: Any, **kwargs: Any) -> Value:
+    """A tensor of ``x``'s shape filled with ``fill_value`` (symbolic dims are expanded at run
+    time from the input's bound sizes)."""
+    dtype = dtype_from_torch(kwargs["dtype"]) if kwargs.get("dtype") is not None else x.type.dtype
+    shape = x.type.shape
+    if all(isinstance(d, int) for d in shape):
+        return cx.constant(np.full(shape, fill_value, dtype=dtype.numpy), "full_like")
+    one = cx.constant(np.full((1,) * len(shape), fill_value, dtype=dtype.numpy), "full_like")
+    return cx.op("expand", [one], shape=tuple(shape))
+
+
+def scalar_tensor(cx: Converter, s: Any, **kwargs: Any) -> Value:
+    return full(cx, [], s, **kwargs)
+
+
+def empty(cx: Converter, size: Sequence[Any], **kwargs: Any) -> Value:
+    """``torch.empty``: contents are unspecified in torch; Cuvil gives zeros."""
+    return full(cx, size, 0, dtype=kwargs.get("dtype") or _default_float())
+
+
+def _default_float() -> Any:
+    import torch
+
+    return torch.get_default_dtype()
+
+
+def native_dropout(cx: Converter, x: Value, p: float, train: bool | None) -> tuple[Value, None]:
+    if train:
+        raise CaptureError("dropout in training mode is random; call model.eval() before capture")
+    return x, None
+
+
+def sym_numel(cx: Converter, x: Value) -> Any:
+    from cuvil_ref.frontend import shape_functional as sf
+
+    return sf.numel(cx, x)
+
+
+TABLE: dict[str, Conv] = {
+    "aten::_softmax": _softmax("softmax"),
+    "aten::_log_softmax": _softmax("log_softmax"),
+    "aten::softmax": _softmax_int("softmax"),
+    "aten::log_softmax": _softmax_int("log_softmax"),
+    "aten::native_layer_norm": native_layer_norm,
+    "aten::native_group_norm": native_group_norm,
+    "aten::_native_batch_norm_legit_no_training": batch_norm_no_training,
+    "aten::convolution": convolution,
+    "aten::max_pool2d_with_indices": max_pool2d_with_indices,
+    "aten::_adaptive_avg_pool2d": adaptive_avg_pool2d,
+    "aten::full": full,
+    "aten::full_like": full_like,
+    "aten::scalar_tensor": scalar_tensor,
+    "aten::empty": empty,
+    "aten::native_dropout": native_dropout,
+    "aten::sym_numel": sym_numel,
+}

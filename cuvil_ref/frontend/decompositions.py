@@ -1,0 +1,84 @@
+"""The decomposition table that closes the torch.export path's vocabulary.
+
+``torch.export.export`` yields high-level ATen; ``ExportedProgram.run_decompositions(table)``
+lowers every op whose overload is in ``table`` (and every CompositeImplicitAutograd op) to Core
+ATen -- the ~190 ops tagged ``torch.Tag.core``, the vocabulary ExecuTorch and Inductor treat as
+complete. We start from torch's default table and *remove* the high-level ops Cuvil has natively
+(``PRESERVED``): they stay whole, so a layer stays one node (``linear`` rather than
+``permute + addmm``), which keeps fusion patterns and per-layer reports readable.
+
+After decomposition a graph holds only Core ATen ops, the preserved ops, ``operator.getitem`` and
+symbolic-size arithmetic -- a closed set that ``cuvil_ref.frontend.aten`` covers (see
+``docs/aten-coverage.md``).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+#: High-level ops kept whole: each has a native Cuvil op (or a small composite of them).
+PRESERVED: tuple[str, ...] = (
+    "aten::linear",
+    "aten::matmul",
+    "aten::layer_norm",
+    "aten::group_norm",
+    "aten::rms_norm",
+    "aten::scaled_dot_product_attention",
+    "aten::softmax.int",
+    "aten::log_softmax.int",
+    "aten::silu",
+    "aten::hardswish",
+    "aten::hardsigmoid",
+    "aten::mish",
+    "aten::relu6",
+    "aten::softplus",
+)
+
+#: Export's runtime checks: no-ops at inference (``.to(dtype)`` emits the first one).
+NO_OPS: frozenset[str] = frozenset(
+    {
+        "aten::_assert_tensor_metadata",
+        "aten::_assert_scalar",
+        "aten::_assert_async",
+        "aten::sym_constrain_range",
+        "aten::sym_constrain_range_for_size",
+        "aten::_functional_sym_constrain_range",
+        "aten::_functional_sym_constrain_range_for_size",
+        "aten::_functional_assert_async",
+        "aten::_functional_assert_scalar",
+    }
+)
+
+
+def _overloads(qualified: str) -> list[Any]:
+    """The OpOverloads named by ``aten::name`` (all overloads) or ``aten::name.overload``."""
+    import torch
+
+    name = qualified.split("::", 1)[1]
+    base, _, overload = name.partition(".")
+    packet = getattr(torch.ops.aten, base, None)
+    if packet is None:
+        return []
+    names = [overload] if overload else packet.overloads()
+    return [getattr(packet, o) for o in names if hasattr(packet, o)]
+
+
+def decomposition_table() -> dict[Any, Any]:
+    """torch's default export decompositions minus ``PRESERVED``, as a plain dict (a fresh copy
+    of a table materialized once per process: building torch's lazy table costs ~0.1 s)."""
+    return dict(_materialized())
+
+
+@functools.lru_cache(maxsize=1)
+def _materialized() -> tuple[tuple[Any, Any], ...]:
+    import torch
+
+    table = torch.export.default_decompositions()
+    for qualified in PRESERVED:
+        for op in _overloads(qualified):
+            table.pop(op, None)
+    return tuple(table.items())
+
+
+__all__ = ["NO_OPS", "PRESERVED", "decomposition_table"]
