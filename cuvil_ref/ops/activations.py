@@ -117,9 +117,18 @@ FLOAT_ACTIVATIONS: list[tuple[str, Callable[..., np.ndarray], str, tuple[Attr, .
         (Attr("negative_slope", "float", 0.01, "slope for x <= 0"),),
     ),
     ("mish", _mish, "y = x * tanh(log(1 + e^x))  (mish(-inf) = NaN)", ()),
+    ("softsign", lambda x: x / (1.0 + np.abs(x)), "y = x / (1 + |x|)  (softsign(+-inf) = NaN)", ()),
 ]
 
 _F = "nn.functional."
+
+
+def _clamp_twin(torch: Any, x: Any, *, min: float | None, max: float | None) -> Any:
+    """torch.clamp; an int tensor gets int bounds (Cuvil keeps its dtype, where torch would
+    promote to float for float bounds; the frontend inserts the cast)."""
+    if not x.dtype.is_floating_point:
+        min, max = (None if b is None else int(b) for b in (min, max))
+    return torch.clamp(x, min, max)
 #: Per-op knowledge beyond the table rows: conformance grids (attribute values worth testing,
 #: each tagged with its rule), extra edge values, tolerance class where not ulp:4, torch twins.
 EXTRA: dict[str, dict[str, Any]] = {
@@ -162,11 +171,13 @@ EXTRA: dict[str, dict[str, Any]] = {
         ),
     },
     "mish": {"torch_twin": torch_fn(_F + "mish")},
+    # near +-1 for large |x|: the division must not be a reciprocal estimate
+    "softsign": {"torch_twin": torch_fn(_F + "softsign"), "conformance": grid(edges=(1e-30, 3e38))},
     "relu": {"tolerance": "exact", "torch_twin": torch_fn("relu")},
     "relu6": {"tolerance": "exact", "torch_twin": torch_fn(_F + "relu6")},
     "clamp": {
         "tolerance": "exact",
-        "torch_twin": torch_fn("clamp"),
+        "torch_twin": _clamp_twin,
         "conformance": grid(
             point("bounds", min=-1.0, max=2.0),
             point("one_bound", min=0.0, max=None),

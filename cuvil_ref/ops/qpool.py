@@ -167,9 +167,34 @@ def _avg_infer(
             )
         qc.check_rescale(op, attrs, (len(attrs["multiplier"]),))
         oh, ow = shape(x, attrs)
+        _check_table(op, x, (oh, ow), attrs)
         return (qc.qtype((x.shape[0], x.shape[1], oh, ow), attrs, x.layout),)
 
     return infer
+
+
+def _check_table(op: str, x: TensorType, out: tuple[Dim, Dim], attrs: FrozenDict) -> None:
+    """The multiplier table covers every window's element count (known when the sizes are
+    static): a short table is a graph error, not a run-time one."""
+    h, w = x.shape[2], x.shape[3]
+    if not all(isinstance(d, int) for d in (h, w, *out)):
+        return
+    if "kernel" in attrs:
+        (kh, kw), (sh, sw), p = attrs["kernel"], attrs["stride"], attrs["padding"]
+        inc = attrs["count_include_pad"]
+        rows = avg_pool_windows(int(h), int(out[0]), kh, sh, p[0], p[2], inc)[2]
+        cols = avg_pool_windows(int(w), int(out[1]), kw, sw, p[1], p[3], inc)[2]
+    else:
+        rows = adaptive_windows(int(h), int(out[0]))[2]
+        cols = adaptive_windows(int(w), int(out[1]))[2]
+    if rows.size and cols.size:
+        most = int(rows.max()) * int(cols.max())
+        if most > len(attrs["multiplier"]):
+            raise qc.fail(
+                op,
+                f"windows hold up to {most} elements but the multiplier table covers "
+                f"1..{len(attrs['multiplier'])} (entry n-1 is for a window of n elements)",
+            )
 
 
 def _qavg_pool2d(x: np.ndarray, **attrs: Any) -> np.ndarray:
@@ -244,7 +269,12 @@ def _adaptive_shape(x: TensorType, attrs: FrozenDict) -> tuple[Dim, Dim]:
             f"[{format_shape(x.shape)}] and {size}"
         )
     for d in x.shape[2:]:
-        qc.static("qadaptive_avg_pool2d", d, "spatial dims")
+        if qc.static("qadaptive_avg_pool2d", d, "spatial dims") < 1:
+            raise qc.fail(
+                "qadaptive_avg_pool2d",
+                f"needs non-empty spatial dims (an empty window has no average), got "
+                f"[{format_shape(x.shape)}]",
+            )
     return size[0], size[1]
 
 

@@ -295,6 +295,11 @@ def lower_node(node: Node, graph: Graph, cfg: NpuConfig) -> Layer:
 
 def check_node(node: Node, graph: Graph, cfg: NpuConfig) -> str | None:
     """None when npu_sim lowers `node` bit-exactly, else the reason it declines."""
+    # An empty tensor leaves the array nothing to compute: its program would wait forever for a
+    # token (found by the graph fuzzer); the reference handles it.
+    for v in (*node.inputs, *node.outputs):
+        if any(d == 0 for d in v.type.shape):
+            return f"{node.op}: zero-size tensor {v.type} (nothing for the array to compute)"
     try:
         lower_node(node, graph, cfg)
     except Unsupported as exc:
