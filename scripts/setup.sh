@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 PIP="${PYTHON:-python3} -m pip"
 $PIP install --quiet --disable-pip-version-check "torch==2.13.0"
 $PIP install --quiet --disable-pip-version-check \
-    -e ".[torch,test,sign]" \
+    -e ".[torch,test,sign,serve,serve-test]" \
     -e conformance \
     -e kernelpacks/npu_sim \
     -e kernelpacks/cuda \

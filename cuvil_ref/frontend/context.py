@@ -118,6 +118,10 @@ class Converter:
         #: torch's own result for the node being converted (export: ``node.meta["val"]``, a
         #: FakeTensor or a tuple of them; None where unknown, e.g. under torch.fx)
         self.expected: Any = None
+        #: what the export path folded at capture (``capture_fold.CaptureFolder.summary``)
+        self.folded: dict[str, Any] = {}
+        #: valid range of each symbolic input dim, as torch.export inferred it
+        self.dim_ranges: dict[str, list[int | None]] = {}
         self._named_constants: dict[str, Value] = {}
 
     def op(self, op: str, inputs: Sequence[Value | None], **attrs: Any) -> Value:

@@ -23,6 +23,7 @@ from torch.export.graph_signature import InputKind
 from torch.utils import _pytree as pytree
 
 from cuvil_ref.errors import CaptureError, CuvilError
+from cuvil_ref.frontend.capture_fold import CaptureFolder
 from cuvil_ref.frontend.context import Converter, dtype_from_torch
 from cuvil_ref.frontend.decompositions import NO_OPS, decomposition_table
 from cuvil_ref.frontend.errors import Location, exception_source, located, unsupported
@@ -43,19 +44,33 @@ def _widen(x: torch.Tensor, axes: Sequence[int]) -> torch.Tensor:
 
 
 def export(
-    model: torch.nn.Module, example: Sequence[torch.Tensor], dynamic: Sequence[Mapping[int, str]]
+    model: torch.nn.Module,
+    example: Sequence[torch.Tensor],
+    dynamic: Sequence[Mapping[int, str]],
+    kwargs: Sequence[torch.Tensor] = (),
+    names: Sequence[str] | None = None,
 ) -> ExportedProgram:
-    """Run torch.export with a ``Dim`` per symbol name; failures become CaptureError."""
-    dims: dict[str, Any] = {}
-    shapes = []
-    args = []
-    for x, dyn in zip(example, dynamic):
-        shapes.append({a: dims.setdefault(n, Dim(n)) for a, n in dyn.items()} if dyn else None)
-        args.append(_widen(x, list(dyn)) if dyn else x)
+    """Run torch.export with a ``Dim`` per symbol name; failures become CaptureError.
+
+    ``example`` are the positional inputs, ``kwargs`` the keyword inputs (their parameter names
+    are the last ``len(kwargs)`` of ``names``); ``dynamic`` has one entry per input, in order.
+    """
+    shapes: list[Any] = []
+    tensors: list[torch.Tensor] = []
+    for x, dyn in zip([*example, *kwargs], dynamic):
+        # Dim.DYNAMIC lets torch infer each size's valid range (a sequence length bounded by the
+        # position table, say); Cuvil's own symbol names are put back on the IR types, and the
+        # ranges are read back into ``dim_ranges``.
+        shapes.append({a: Dim.DYNAMIC for a in dyn} if dyn else None)
+        tensors.append(_widen(x, list(dyn)) if dyn else x)
+    args = tuple(tensors[: len(example)])
+    kw_names = list(names[len(example) :]) if names is not None else []
+    kw = dict(zip(kw_names, tensors[len(example) :]))
+    dynamic_shapes: Any = None
+    if any(dynamic):
+        dynamic_shapes = dict(zip(names, shapes)) if names is not None else tuple(shapes)
     try:
-        ep = torch.export.export(
-            model, tuple(args), dynamic_shapes=tuple(shapes) if any(dynamic) else None
-        )
+        ep = torch.export.export(model, args, kwargs=kw or None, dynamic_shapes=dynamic_shapes)
     except Exception as exc:
         src = exception_source(exc)
         where = f" at {src.describe()}" if src else ""
@@ -95,15 +110,25 @@ def _aten_name(target: Any) -> str | None:
 
 
 def convert_program(
-    ep: ExportedProgram, input_types: Sequence[TensorType]
+    ep: ExportedProgram,
+    input_types: Sequence[TensorType],
+    names: Sequence[str] | None = None,
 ) -> tuple[Converter, list[Value], Any]:
-    """Convert an ExportedProgram; returns the converter, input values and output structure."""
+    """Convert an ExportedProgram; returns the converter, the input values and the outputs as
+    (leaves, torch TreeSpec)."""
     cx = Converter()
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs if hasattr(s.arg, "name")}
     env: dict[torch.fx.Node, Any] = {}
     inputs: list[Value] = []
     known = supported_names()
     outputs: list[Any] = []
+    folder = CaptureFolder(cx)
+
+    def lookup(n: torch.fx.Node) -> Any:
+        if n not in env:
+            env[n] = folder.materialize(n)  # a folded value read by a converted node
+        return env[n]
+
     for node in ep.graph.nodes:
         where = _location(node)
         cx.provenance, cx.node_name = where.provenance(), node.name
@@ -115,24 +140,25 @@ def convert_program(
                         f"the exported program has more inputs than given ('{node.name}')"
                     )
                 value = cx.builder.input(node.name, input_types[len(inputs)])
+                _record_ranges(cx, ep, node, value)
                 inputs.append(value)
                 env[node] = value
             elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
-                env[node] = cx.weight(
-                    spec.target,
+                tensor = (
                     ep.state_dict[spec.target]
                     if spec.target in ep.state_dict
-                    else ep.constants[spec.target],
+                    else ep.constants[spec.target]
                 )
+                folder.add_weight(node, spec.target, tensor)
             elif spec.kind == InputKind.CONSTANT_TENSOR:
-                env[node] = cx.weight(spec.target, ep.constants[spec.target])
+                folder.add_weight(node, spec.target, ep.constants[spec.target])
             else:
                 raise CaptureError(
                     f"exported input '{node.name}' of kind {spec.kind.name} is not supported"
                 )
             continue
         if node.op == "output":
-            outputs = [env[n] if isinstance(n, torch.fx.Node) else n for n in node.args[0]]
+            outputs = [lookup(n) if isinstance(n, torch.fx.Node) else n for n in node.args[0]]
             break
         if node.op != "call_function":
             raise unsupported(f"{node.op} {node.target}", where, known)
@@ -140,8 +166,10 @@ def convert_program(
         if name in NO_OPS:
             env[node] = None
             continue
-        args = torch.fx.node.map_arg(node.args, lambda n: env[n])
-        kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
+        if folder.try_fold(node):
+            continue
+        args = torch.fx.node.map_arg(node.args, lookup)
+        kwargs = torch.fx.node.map_arg(node.kwargs, lookup)
         cx.expected = node.meta.get("val")
         if name is not None:
             convert = ATEN_TABLE.get(name)
@@ -177,10 +205,41 @@ def convert_program(
             first = node.args[0]
             if isinstance(first, torch.fx.Node):
                 env[first] = env[node]  # in-place ATen op: later reads see the new value
+                folder.values.pop(first, None)
+    cx.folded = folder.summary()
     user_outputs = outputs[: len(ep.graph_signature.user_outputs)]
     spec = ep.call_spec.out_spec
-    structure = pytree.tree_unflatten(user_outputs, spec) if spec is not None else user_outputs
-    return cx, inputs, structure
+    if spec is None:
+        return cx, inputs, pytree.tree_flatten(user_outputs)
+    return cx, inputs, (user_outputs, spec)
+
+
+def _record_ranges(cx: Converter, ep: ExportedProgram, node: torch.fx.Node, value: Value) -> None:
+    """Put the range torch inferred for each symbolic dim of an input into ``cx.dim_ranges``
+    (``{"seq": [2, 64]}``; ``None`` for no upper bound), intersecting repeated names."""
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        return
+    for dim, size in zip(value.type.shape, val.shape):
+        if not isinstance(dim, str) or not isinstance(size, torch.SymInt):
+            continue
+        vr = ep.range_constraints.get(size.node.expr)
+        if vr is None:
+            continue
+        lo, hi = _bound(vr.lower) or 0, _bound(vr.upper)
+        old = cx.dim_ranges.get(dim)
+        if old is not None:
+            lo = max(lo, old[0])
+            hi = old[1] if hi is None else (hi if old[1] is None else min(hi, old[1]))
+        cx.dim_ranges[dim] = [lo, hi]
+
+
+def _bound(x: Any) -> int | None:
+    """A sympy range bound as an int, or None when it is infinite."""
+    try:
+        return int(x)
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return None
 
 
 def check_against_torch(result: Any, expected: Any) -> None:
@@ -216,7 +275,9 @@ def check_against_torch(result: Any, expected: Any) -> None:
 def capture_export(
     model: torch.nn.Module,
     example: Sequence[torch.Tensor],
+    kwargs: Sequence[torch.Tensor],
     input_types: Sequence[TensorType],
     dynamic: Sequence[Mapping[int, str]],
+    names: Sequence[str] | None = None,
 ) -> tuple[Converter, list[Value], Any]:
-    return convert_program(export(model, example, dynamic), input_types)
+    return convert_program(export(model, example, dynamic, kwargs, names), input_types, names)

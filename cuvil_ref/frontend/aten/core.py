@@ -19,7 +19,7 @@ import numpy as np
 
 from cuvil_ref.errors import CaptureError
 from cuvil_ref.frontend import functional as fn
-from cuvil_ref.frontend.context import Converter, dtype_from_torch
+from cuvil_ref.frontend.context import Converter, SymDim, dtype_from_torch, ir_dim
 from cuvil_ref.ir.graph import Value
 
 Conv = Callable[..., Any]
@@ -135,10 +135,15 @@ def _factory_dtype(dtype: Any, fill: Any) -> Any:
 
 
 def full(cx: Converter, size: Sequence[Any], fill_value: Any, **kwargs: Any) -> Value:
-    """A constant of static ``size`` (a dynamic size becomes an error naming it)."""
-    dims = [int(d) for d in size]
+    """A constant of static ``size``; a size holding an input's symbolic dim (``batch``) becomes
+    a one-element constant expanded to the run-time shape."""
     dtype = dtype_from_torch(_factory_dtype(kwargs.get("dtype"), fill_value))
-    return cx.constant(np.full(dims, fill_value, dtype=dtype.numpy), "full")
+    if all(not isinstance(d, SymDim) for d in size):
+        dims = [int(d) for d in size]
+        return cx.constant(np.full(dims, fill_value, dtype=dtype.numpy), "full")
+    shape = tuple(ir_dim(d) for d in size)
+    one = cx.constant(np.full((1,) * len(shape), fill_value, dtype=dtype.numpy), "full")
+    return cx.op("expand", [one], shape=shape)
 
 
 def full_like(cx: Converter, x: Value, fill_value: Any, **kwargs: Any) -> Value:
