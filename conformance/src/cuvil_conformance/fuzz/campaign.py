@@ -9,6 +9,7 @@ to a minimal graph, which is saved and reported. The same seed replays the same 
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,7 +112,9 @@ def run_fuzz(
         test = hypothesis.seed(seed * 100_003 + report.rounds)(test)
         report.rounds += 1
         try:
-            test()
+            with warnings.catch_warnings():  # numpy/torch warn on the NaN and Inf drawn on purpose
+                warnings.simplefilter("ignore")
+                test()
         except _Failed:
             case, finding = last[-1]  # hypothesis replays the shrunk example last
             path = regressions.save(case, mode, target, str(finding), save_dir)
