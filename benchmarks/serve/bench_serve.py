@@ -257,6 +257,10 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="cuvil-bench-serve-"))
+    from threadpoolctl import threadpool_limits
+
+    # The server runs one BLAS thread per process (--blas-threads 1); direct cm(x) gets the same.
+    blas = threadpool_limits(limits=1, user_api="blas")  # noqa: F841
     models = compile_models()
     rng = np.random.default_rng(0)
     tiny_x = rng.standard_normal((1, 784)).astype(np.float32)

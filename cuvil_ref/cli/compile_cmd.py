@@ -136,7 +136,7 @@ def compile_command(
     no_profile: bool,
 ) -> None:
     """Compile MODEL: zoo:NAME, path/file.py:factory, or a torch.export .pt2 file."""
-    from cuvil_ref.compiler import compile_module
+    from cuvil_ref.lowering.compiler import compile_module
 
     request = target_request(target, target_spec)
     options = options_dict(option_pairs)

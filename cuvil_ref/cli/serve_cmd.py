@@ -53,6 +53,12 @@ def _require_extra() -> None:
     show_default=True,
     help="Seconds a client may take to send a request body (slower ones get 408).",
 )
+@click.option(
+    "--blas-threads",
+    default=1,
+    show_default=True,
+    help="BLAS threads in the server process (0: as configured); add instances to use cores.",
+)
 @click.option("--otlp-endpoint", default=None, help="Export OpenTelemetry spans over OTLP/gRPC.")
 @click.option(
     "--access-log",
@@ -69,6 +75,7 @@ def serve_command(
     drain_timeout: float,
     exit_on_error: bool,
     request_body_timeout: float,
+    blas_threads: int,
     otlp_endpoint: str | None,
     access_log: str,
 ) -> None:
@@ -86,6 +93,7 @@ def serve_command(
             drain_timeout=drain_timeout,
             exit_on_error=exit_on_error,
             body_timeout=request_body_timeout,
+            blas_threads=blas_threads,
             otlp_endpoint=otlp_endpoint,
             access_log=access_log or None,
         ),

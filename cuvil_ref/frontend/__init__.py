@@ -81,6 +81,7 @@ def torch_to_cuvilir(
             if example_kwargs and example_inputs is None and input_shape is None
             else _examples(input_shape, example_inputs, dtype)
         )
+    _check_input_count(model, len(positional), example_kwargs or {})
     names, keyword = _input_names(model, len(positional), example_kwargs)
     examples = positional + [keyword[k] for k in keyword]
     dynamic = _dynamic(dynamic_dims, dynamic_batch, len(examples))
@@ -123,6 +124,13 @@ def torch_to_cuvilir(
     module = Module(graph, name=name or type(model).__name__, metadata=metadata)
     verify(module)
     return module
+
+
+def jax_to_cuvilir(fn: Any, *example_args: Any, name: str | None = None) -> Module:
+    """Capture a ``jax.numpy``/``lax`` function (see ``cuvil_ref.frontend.jax``)."""
+    from cuvil_ref.frontend.jax import jax_to_cuvilir as capture
+
+    return capture(fn, *example_args, name=name)
 
 
 def output_structure(module: Module) -> Any:
@@ -183,6 +191,36 @@ def _input_names(
     for k, v in keyword.items():
         keyword[k] = _examples(None, (v,), None)[0]
     return names + list(keyword), keyword
+
+
+def _check_input_count(model: Any, given: int, keywords: Mapping[str, Any]) -> None:
+    """Refuse more or fewer example inputs than ``model.forward`` takes positionally (capture
+    would otherwise drop the extra ones silently)."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):  # no introspectable signature: nothing to check
+        return
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    positional = [p for p in params if p.kind in kinds]
+    required = [
+        p for p in positional if p.default is inspect.Parameter.empty and p.name not in keywords
+    ]
+    variadic = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
+    if len(required) <= given and (variadic or given <= len(positional)):
+        return
+    names = ", ".join(p.name for p in positional) + (", *args" if variadic else "")
+    takes = (
+        f"{len(required)}"
+        if len(required) == len(positional)
+        else (f"{len(required)} to {len(positional)}")
+    )
+    raise CaptureError(
+        f"{type(model).__name__}.forward({names}) takes {takes} input(s), but {given} input "
+        "shapes or example inputs were given (one per input: in the CLI, one --input-shape "
+        "per input)"
+    )
 
 
 def _examples(input_shape: Any, example_inputs: Any, dtype: Any) -> list[Any]:
@@ -247,4 +285,10 @@ def _dynamic(dynamic_dims: DynamicDims, dynamic_batch: bool, n: int) -> list[dic
     return per
 
 
-__all__ = ["CAPTURES", "input_names", "output_structure", "torch_to_cuvilir"]
+__all__ = [
+    "CAPTURES",
+    "input_names",
+    "jax_to_cuvilir",
+    "output_structure",
+    "torch_to_cuvilir",
+]

@@ -172,8 +172,11 @@ def to_numpy(tensor: Any) -> np.ndarray:
     if isinstance(tensor, torch.Tensor):
         t = tensor.detach().cpu()
         if t.dtype == torch.bfloat16:
-            return t.view(torch.int16).numpy().view(DType.bf16.numpy).copy()
-        return t.numpy().copy()
+            out = t.view(torch.int16).numpy().view(DType.bf16.numpy).copy()
+        else:
+            out = t.numpy().copy()
+        out.flags.writeable = False  # a private copy, frozen: the IR need not copy it again
+        return out
     return np.asarray(tensor)
 
 

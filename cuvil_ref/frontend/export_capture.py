@@ -13,6 +13,7 @@ silently wrong graph.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -22,10 +23,11 @@ from torch.export import Dim, ExportedProgram
 from torch.export.graph_signature import InputKind
 from torch.utils import _pytree as pytree
 
-from cuvil_ref.errors import CaptureError, CuvilError
+from cuvil_ref.errors import CaptureError, CuvilError, TorchExportError, UnsupportedOpError
+from cuvil_ref.frontend.aten.coverage import EXCLUDED
 from cuvil_ref.frontend.capture_fold import CaptureFolder
 from cuvil_ref.frontend.context import Converter, dtype_from_torch
-from cuvil_ref.frontend.decompositions import NO_OPS, decomposition_table
+from cuvil_ref.frontend.decompositions import NO_OPS, decomposition_table, needs_decomposition
 from cuvil_ref.frontend.errors import Location, exception_source, located, unsupported
 from cuvil_ref.frontend.op_table import ATEN_TABLE, FUNCTION_TABLE, supported_names
 from cuvil_ref.frontend.source_lines import user_frame
@@ -68,20 +70,54 @@ def export(
     kw = dict(zip(kw_names, tensors[len(example) :]))
     dynamic_shapes: Any = None
     if any(dynamic):
-        dynamic_shapes = dict(zip(names, shapes)) if names is not None else tuple(shapes)
+        dynamic_shapes = (
+            dict(zip(names, shapes)) if names is not None else _positional_shapes(model, shapes)
+        )
     try:
         ep = torch.export.export(model, args, kwargs=kw or None, dynamic_shapes=dynamic_shapes)
     except Exception as exc:
         src = exception_source(exc)
         where = f" at {src.describe()}" if src else ""
         lines = [ln for ln in str(exc).splitlines() if ln.strip()][:6]
-        raise CaptureError(
+        raise TorchExportError(
             f"torch.export could not export {type(model).__name__}{where}: "
             f"{type(exc).__name__}: {' '.join(lines)}. Make the failing code traceable "
             "(no data-dependent Python branches; for dynamic dims, no code that fixes their "
             "size), or try capture='fx'"
         ) from exc
+    if not needs_decomposition(ep.graph, _core_names()):
+        return ep
     return decompose(ep, type(model).__name__)
+
+
+@functools.lru_cache(maxsize=1)
+def _core_names() -> frozenset[str]:
+    from cuvil_ref.frontend.aten.coverage import core_aten_ops
+
+    return frozenset(core_aten_ops())
+
+
+def _positional_shapes(model: torch.nn.Module, shapes: list[Any]) -> tuple[Any, ...]:
+    """``dynamic_shapes`` for positional inputs: one entry per parameter, the inputs bound to a
+    ``*args`` parameter grouped into one tuple (torch.export's structure)."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):
+        return tuple(shapes)
+    out: list[Any] = []
+    rest = list(shapes)
+    for p in params:
+        if p.kind == inspect.Parameter.VAR_POSITIONAL:
+            out.append(tuple(rest))
+            rest = []
+            break
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            if not rest:
+                break
+            out.append(rest.pop(0))
+    return tuple(out) + tuple(rest)
 
 
 def decompose(ep: ExportedProgram, what: str = "the program") -> ExportedProgram:
@@ -92,7 +128,7 @@ def decompose(ep: ExportedProgram, what: str = "the program") -> ExportedProgram
         src = exception_source(exc)
         where = f" at {src.describe()}" if src else ""
         lines = [ln for ln in str(exc).splitlines() if ln.strip()][:4]
-        raise CaptureError(
+        raise TorchExportError(
             f"torch could not decompose {what} to Core ATen{where}: {type(exc).__name__}: "
             f"{' '.join(lines)}; try capture='fx'"
         ) from exc
@@ -191,6 +227,11 @@ def convert_program(
             )
             label = getattr(node.target, "__name__", str(node.target))
         if convert is None:
+            if name in EXCLUDED:
+                raise UnsupportedOpError(
+                    f"'{label}' ({where.describe()}) is outside what Cuvil compiles: "
+                    f"{EXCLUDED[name]}"
+                )
             raise unsupported(label, where, known)
         try:
             env[node] = convert(cx, *args, **kwargs)

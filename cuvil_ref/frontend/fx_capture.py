@@ -31,10 +31,47 @@ class CuvilTracer(torch.fx.Tracer):
         return type(m) in MODULE_TABLE
 
 
+_RANDOM = frozenset(
+    {
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "rand_like",
+        "randn_like",
+        "randint_like",
+        "normal",
+        "bernoulli",
+        "multinomial",
+        "poisson",
+        "uniform_",
+        "normal_",
+        "exponential_",
+    }
+)
+
+
+class _NoRandom(torch.overrides.TorchFunctionMode):
+    """torch.fx runs calls without tensor arguments at trace time and bakes their results into
+    the graph; for a random call that would be a silent wrong answer, so it is refused."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        name = getattr(func, "__name__", "")
+        if name in _RANDOM:
+            raise CaptureError(
+                f"torch.{name} draws random numbers on every call; an inference graph is "
+                "deterministic (call model.eval(), and pass random tensors as inputs)"
+            )
+        return func(*args, **(kwargs or {}))
+
+
 def trace(model: torch.nn.Module) -> torch.fx.Graph:
     """Symbolically trace ``model``; failures become CaptureError naming the user's line."""
     try:
-        return CuvilTracer().trace(model)
+        with _NoRandom():
+            return CuvilTracer().trace(model)
+    except CaptureError:
+        raise
     except Exception as exc:
         src = exception_source(exc)
         where = f" at {src.describe()}" if src else ""

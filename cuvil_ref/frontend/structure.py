@@ -92,7 +92,7 @@ def encode(spec: Any, leaves: list[Any], is_tensor: Callable[[Any], bool]) -> di
     def walk(s: Any) -> dict[str, Any]:
         if s.is_leaf():
             return leaf()
-        items = [walk(c) for c in s.children_specs]
+        items = [walk(c) for c in s.children()]
         t = s.type
         if t is tuple:
             return {"kind": "tuple", "items": items}

@@ -10,6 +10,7 @@ from cuvil_ref.ops import (  # noqa: F401  (imported to register their ops)
     comparison,
     conv,
     elementwise,
+    factories,
     fused,
     indexing,
     linalg,
@@ -17,8 +18,10 @@ from cuvil_ref.ops import (  # noqa: F401  (imported to register their ops)
     pooling,
     qgemm,
     qpool,
+    qtransformer,
     quantized,
     reductions,
+    selection,
     shape_ops,
 )
 from cuvil_ref.ops.registry import REGISTRY, REQUIRED, Attr, OpDef, OpRegistry, get_op, register

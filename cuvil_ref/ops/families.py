@@ -33,6 +33,7 @@ FAMILIES: dict[str, str] = {
     "reduce": "reduction over `axes` with `keepdim` (sum, mean, amax...)",
     "reduce_var": "variance-like reduction over `axes` with `correction`",
     "reduce_arg": "index of the extreme along `axis`",
+    "select_k": "the k largest along `axis`: values and their i64 indices (topk)",
     "softmax": "normalization along one `axis` (softmax, log_softmax)",
     "layer_norm": "normalization over the trailing `normalized_shape` dims",
     "batch_norm": "per-channel normalization with running statistics",
@@ -51,6 +52,7 @@ FAMILIES: dict[str, str] = {
     "qpool": "int8 pooling",
     "shape": "data movement: reshape, permute, slice, pad, concat, split...",
     "index": "gather-like ops with an integer index input",
+    "factory": "no tensor input: the output is made from the attributes alone (arange)",
     "misc": "anything else (the generator is given by the op's grid points alone)",
 }
 

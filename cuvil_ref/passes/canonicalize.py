@@ -20,7 +20,16 @@ from __future__ import annotations
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Graph, Node, Value
 from cuvil_ref.passes.base import PassResult
-from cuvil_ref.passes.rewrite import Match, Op, Rewriter, Rule, Var, apply_rules, is_all
+from cuvil_ref.passes.rewrite import (
+    Match,
+    Op,
+    ReplaceFn,
+    Rewriter,
+    Rule,
+    Var,
+    apply_rules,
+    is_all,
+)
 
 
 def _same_shape(m: Match, r: Rewriter) -> Value | None:
@@ -54,7 +63,7 @@ def _compose_perms(m: Match, r: Rewriter) -> Value | None:
     return r.op("permute", [x], {"perm": perm}, layout=m.root.outputs[0].type.layout)
 
 
-def _identity_const(value: float):  # noqa: ANN202 - returns a ReplaceFn
+def _identity_const(value: float) -> ReplaceFn:
     def replace(m: Match, r: Rewriter) -> Value | None:
         ok = is_all(m.array("c"), value) and m.root.outputs[0].type == m["x"].type
         return m["x"] if ok else None

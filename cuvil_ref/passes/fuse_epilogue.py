@@ -59,7 +59,7 @@ def _zero_bias(node: Node) -> np.ndarray:
         channels = node.inputs[1].type.shape[0]
     else:
         channels = out.shape[-1]
-    return np.zeros((channels,), dtype=out.dtype.numpy)
+    return np.zeros((int(channels),), dtype=out.dtype.numpy)
 
 
 def bias_name(weight: Value) -> str:

@@ -136,18 +136,18 @@ def quantize_lowp(
     No calibration is needed; given data (or example inputs), the report carries the output
     SQNR against fp32.
     """
-    from cuvil_ref.quant.api import _output_sqnr
+    from cuvil_ref.passes.fold_batchnorm import fold_batchnorm
     from cuvil_ref.quant.calibrate import normalize_batches
-    from cuvil_ref.quant.ptq import fold_batch_norm
+    from cuvil_ref.quant.report import output_sqnr
 
     if mode not in LOW:
         raise QuantizationError(f"quantize_lowp: mode {mode!r} is not one of {list(LOW)}")
-    graph = fold_batch_norm(module.graph)
+    graph = fold_batchnorm(module.graph).graph
     new, layers = to_low_precision(graph, LOW[mode])
     data = calibration_data if calibration_data is not None else example_inputs
     sqnr = None
     if data is not None:
-        sqnr = _output_sqnr(graph, new, normalize_batches(graph, data))
+        sqnr = output_sqnr(graph, new, normalize_batches(graph, data))
     counts: dict[str, int] = {}
     for layer in layers:
         counts[layer["precision"]] = counts.get(layer["precision"], 0) + 1

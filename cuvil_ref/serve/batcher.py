@@ -227,9 +227,10 @@ class Batcher:
         for p in batch:
             p.started, p.batch_rows = start, rows
             self.observer.queue_seconds(start - p.enqueued)
+        ran: float | None = None
         try:
             arrays = _concat(batch, self.max_batch_size > 0)
-            outs = await inst.run(arrays)
+            outs, ran = await inst.run(arrays)
         except Exception as exc:  # noqa: BLE001 - every failure becomes the batch's answer
             err = _execution_error(self.label, exc)
             for p in batch:
@@ -239,7 +240,7 @@ class Batcher:
         finally:
             elapsed = time.monotonic() - start
             self._batch_seconds = 0.8 * self._batch_seconds + 0.2 * elapsed
-            self.observer.compute_seconds(elapsed)
+            self.observer.compute_seconds(elapsed if ran is None else ran)
             self.observer.batch_rows(rows)
             self._free.put_nowait(inst)
         end = time.monotonic()

@@ -18,7 +18,7 @@ import zlib
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -128,9 +128,8 @@ def build_app(
             body = await _read_body(request, body_timeout, max_body_bytes)
             header, binary = _parse_body(request, body)
         except ServeError as exc:
-            manager.metrics.requests.labels(
-                p["model"], p.get("version", ""), "http", "invalid"
-            ).inc()
+            outcome = "cancelled" if isinstance(exc, RequestCancelled) else "invalid"
+            manager.metrics.requests.labels(p["model"], p.get("version", ""), "http", outcome).inc()
             return error_response(exc)
         params = header.get("parameters") or {}
         timeout_s = _timeout(params)
@@ -195,6 +194,8 @@ async def _read_body(request: Request, timeout: float, limit: int) -> bytes:
 
     try:
         return await asyncio.wait_for(read(), timeout)
+    except ClientDisconnect:
+        raise RequestCancelled("client disconnected while sending the request") from None
     except asyncio.TimeoutError:
         raise _Slow(f"request body not received within {timeout:g} s") from None
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_ref.program import CompiledProgram
+from cuvil_ref.lowering.program import CompiledProgram
 
 
 class Instance:
@@ -33,16 +33,21 @@ class Instance:
         self.batches = 0
 
     def run_sync(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return self._timed(arrays)[0]
+
+    def _timed(self, arrays: Sequence[np.ndarray]) -> tuple[list[np.ndarray], float]:
         start = time.perf_counter()
         try:
-            return self.program.run(list(arrays))
+            return self.program.run(list(arrays)), time.perf_counter() - start
         finally:
             self.busy_seconds += time.perf_counter() - start
             self.batches += 1
 
-    async def run(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    async def run(self, arrays: Sequence[np.ndarray]) -> tuple[list[np.ndarray], float]:
+        """(outputs, seconds the program ran) -- the time on the worker thread alone, without
+        the hand-off to and from the event loop."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, self.run_sync, arrays)
+        return await loop.run_in_executor(self._pool, self._timed, arrays)
 
     def device_metrics(self) -> dict[str, Any]:
         """The pack's metrics for the partitions on the model's own target (for utilization)."""

@@ -61,7 +61,7 @@ def artifact_target(path: Any) -> tuple[Any, int | None]:
 def load_version(entry: ModelEntry, version: int) -> LoadedVersion:
     """Load, wrap, compile and warm up ``entry``'s ``version``; errors name the file."""
     from cuvil_ref.artifacts import load_module
-    from cuvil_ref.compiler import compile_module
+    from cuvil_ref.lowering.compiler import compile_module
     from cuvil_ref.serve.pipeline import wrap_module
 
     start = time.perf_counter()

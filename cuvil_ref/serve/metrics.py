@@ -37,7 +37,7 @@ METRICS: dict[str, str] = {
     "cuvil_requests_total": "Inference requests by model, version, protocol and outcome",
     "cuvil_request_duration_seconds": "Server-side request latency, arrival to response",
     "cuvil_queue_duration_seconds": "Time a request waited in the batcher's queue",
-    "cuvil_compute_duration_seconds": "Execution time of one batch on an instance",
+    "cuvil_compute_duration_seconds": "Time one batch ran on an instance's thread",
     "cuvil_batch_size": "Rows per executed batch",
     "cuvil_queue_depth": "Requests waiting in the batcher's queue",
     "cuvil_inflight_requests": "Requests received and not yet answered",

@@ -11,8 +11,9 @@ compiled, partitioned and executed like the rest (no Python between the steps)::
 
 ``normalize``: y = (cast(x, f32) * scale - mean) / std, mean and std broadcast along
 ``channel_dim``; the served input takes ``input_datatype`` (default the model's). ``softmax``
-applies along ``axis`` (default -1) to the first output; ``topk`` replaces it with two outputs,
-``<name>_values`` and ``<name>_indices`` (int64), largest first, ties to the lower index.
+applies along ``axis`` (default -1) to the first output; ``topk`` (the ``topk`` IR op) replaces
+it with two outputs, the values and their int64 indices, largest first, ties to the lower index
+(name them with the config's ``outputs``).
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ class ServeOptions:
     otlp_endpoint: str | None = None
     access_log: str | None = "-"
     body_timeout: float = 30.0
+    blas_threads: int = 1  # per process; instances are the unit of parallelism (0: leave as is)
 
 
 class _Uvicorn(uvicorn.Server):
@@ -93,6 +94,7 @@ class InferenceServer:
         self._metrics: _Uvicorn | None = None
         self._grpc: Any = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._blas_limit: Any = None
 
     async def start(self) -> None:
         """Bring up the listeners, then load the repository."""
@@ -101,6 +103,13 @@ class InferenceServer:
         from cuvil_ref.serve.grpc_api import build_server
 
         o = self.options
+        if o.blas_threads:
+            # Each instance is a thread of its own: a multi-threaded BLAS under every instance
+            # oversubscribes the cores, and OpenBLAS threads that spin on a busy machine make a
+            # small GEMM 10-100x slower (measured in docs/benchmarks.md).
+            from threadpoolctl import threadpool_limits
+
+            self._blas_limit = threadpool_limits(limits=o.blas_threads, user_api="blas")
         self._http = _uvicorn(
             build_app(self.manager, body_timeout=o.body_timeout), o.host, o.http_port
         )

@@ -2,7 +2,7 @@
 
 Capture (torch.fx or torch.export, see ``cuvil_ref.frontend``) produces the IR; everything after
 that — quantization, the pass pipeline, memory planning, partitioning and lowering through the
-target's kernel pack, the compile cache — is ``cuvil_ref.compiler.compile_module``.
+target's kernel pack, the compile cache — is ``cuvil_ref.lowering.compiler.compile_module``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_ref.errors import CaptureError, CuvilError, InputError
+from cuvil_ref.errors import CaptureError, CuvilError, InputError, TorchExportError
 from cuvil_ref.ir.graph import Module
 from cuvil_ref.torch.compiled import CompiledModule
 
@@ -52,9 +52,10 @@ def _capture(
         return run(capture), capture
     try:
         return run("export"), "export"
-    except CaptureError as export_error:
-        if "training mode" in str(export_error):
-            raise
+    except TorchExportError as export_error:
+        # torch.export could not trace the model (data-dependent Python, say): torch.fx may.
+        # A model that exported but holds an op Cuvil refuses keeps that error: fx would only
+        # trace the same op, or worse, bake a call such as torch.rand(3) into a constant.
         try:
             return run("fx"), "fx"
         except CaptureError as fx_error:
@@ -93,7 +94,7 @@ class _LazyCompiled(CompiledModule):
             )
         return self._compiled
 
-    @property  # type: ignore[override]
+    @property
     def module(self) -> Module:
         return self._done("module").module
 
@@ -140,8 +141,9 @@ def compile(
     "mixed"; int8 calibrates on ``calibration_data`` (an iterable of input tuples or single
     tensors; default: the example inputs, with a warning). ``opt_level`` 0..3 (see
     ``cuvil_ref.passes.pipeline``). ``dynamic_dims={0: "batch"}`` (per input) or
-    ``dynamic_batch=True`` make sizes symbolic. ``capture="auto"`` tries torch.export (Core ATen
-    plus Cuvil's preserved ops, a closed vocabulary), then torch.fx. ``fallback="error"``
+    ``dynamic_batch=True`` make sizes symbolic. ``capture="auto"`` uses torch.export (Core ATen
+    plus Cuvil's preserved ops, a closed vocabulary), and torch.fx only where torch.export cannot
+    trace the model. ``fallback="error"``
     forbids running unsupported nodes on ``ref``.
     ``cache``: use the on-disk compile cache (default on; ``CUVIL_CACHE=0`` turns it off).
     ``quant_options``: passed to the quantizer (``observer="percentile"``, ``per_channel``,
@@ -152,10 +154,10 @@ def compile(
     (``ModelOutput``, namedtuple, dataclass, nested containers).
     Without ``example_inputs`` the model is captured on its first call.
     """
-    from cuvil_ref.compiler import QUANTIZE_MODES, _merge_options, compile_module
+    from cuvil_ref.lowering.compiler import QUANTIZE_MODES, compile_module, merge_options
     from cuvil_ref.plugin.host import get_host
 
-    spec = get_host().resolve(_merge_options(target, options))  # fail early on a bad target
+    spec = get_host().resolve(merge_options(target, options))  # fail early on a bad target
     if quantize not in QUANTIZE_MODES:
         raise CuvilError(f"quantize={quantize!r} is not one of {list(QUANTIZE_MODES)}")
     if capture not in CAPTURE_MODES:

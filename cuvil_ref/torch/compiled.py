@@ -11,6 +11,7 @@ from __future__ import annotations
 import concurrent.futures
 import inspect
 import json
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ from cuvil_ref.errors import InputError
 from cuvil_ref.frontend import input_names, output_structure, structure
 from cuvil_ref.ir.graph import Module
 from cuvil_ref.ir.types import format_shape
-from cuvil_ref.program import CompiledProgram
+from cuvil_ref.lowering.program import CompiledProgram
 
 
 class CompiledModule:
@@ -60,7 +61,8 @@ class CompiledModule:
         if torch_in:
             import torch
 
-            outs = [torch.from_numpy(np.require(o, requirements="CW")) for o in outs]
+            tensors = [torch.from_numpy(np.require(o, requirements=["C", "W"])) for o in outs]
+            return structure.rebuild(self._structure, tensors)
         return structure.rebuild(self._structure, outs)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
@@ -191,10 +193,7 @@ _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix=
 def _to_numpy(x: Any) -> tuple[np.ndarray, bool]:
     if isinstance(x, np.ndarray):
         return x, False
-    try:
-        import torch
-    except ImportError:  # pragma: no cover
-        torch = None
+    torch = sys.modules.get("torch")  # a tensor can only exist once torch is imported
     if torch is not None and isinstance(x, torch.Tensor):
         from cuvil_ref.frontend.context import to_numpy
 

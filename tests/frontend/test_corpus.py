@@ -10,6 +10,8 @@ import pytest
 from tests.frontend.corpus.models import ENTRIES, Entry
 from tests.frontend.corpus.runner import TOLERANCE, Result, run_entry
 
+pytestmark = pytest.mark.slow  # minutes on 2 cores: `scripts/test.sh --quick` leaves it out
+
 REQUIRED = 0.60  # raised as coverage lands; the bar is 0.95
 
 

@@ -126,3 +126,15 @@ def test_softsign_is_captured_and_matches_eager(capture: str) -> None:
     ops = [n.op for n in module.graph.nodes]
     # fx sees the torch calls; export decomposes F.softsign (Python code) into abs, add, div
     assert ops.count("softsign") == 2 if capture == "fx" else {"abs", "div"} <= set(ops)
+
+
+def test_random_calls_are_refused_not_baked_into_constants() -> None:
+    """fx runs ``torch.rand(3)`` (no tensor arguments) at trace time; baking its result into the
+    graph would make every call return the same "random" numbers."""
+
+    class M(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + torch.rand(3)
+
+    with pytest.raises(cuvil.CuvilError, match="random numbers on every call"):
+        torch_to_cuvilir(M().eval(), input_shape=(2, 3), capture="fx")

@@ -157,6 +157,31 @@ def full_like(cx: Converter, x: Value, fill_value: Any, **kwargs: Any) -> Value:
     return cx.op("expand", [one], shape=tuple(shape))
 
 
+def arange(cx: Converter, *args: Any, **kwargs: Any) -> Value:
+    """``aten.arange`` (``end``), ``.start`` (``start, end``), ``.start_step``. Static bounds
+    give a constant (torch computes it); an end that is an input's symbolic dim (``seq``) gives
+    the IR ``arange`` op over that symbol."""
+    import torch
+
+    bounds = [a for a in args if not isinstance(a, torch.dtype)]
+    start, end, step = (0, bounds[0], 1) if len(bounds) == 1 else (*bounds[:2], 1)
+    if len(bounds) >= 3:
+        step = bounds[2]
+    start, end, step = kwargs.pop("start", start), kwargs.pop("end", end), kwargs.pop("step", step)
+    dtype = kwargs.get("dtype")
+    if not any(isinstance(b, SymDim) for b in (start, end, step)):
+        kw = {"dtype": dtype} if dtype is not None else {}
+        return cx.constant(torch.arange(start, end, step, **kw), "arange")
+    if not isinstance(end, SymDim) or end.name is None or start != 0 or step != 1:
+        raise CaptureError(
+            f"arange({start}, {end}, {step}) over a dynamic size: Cuvil supports arange(n) "
+            "where n is an input's dynamic dim; make the other sizes static"
+        )
+    if dtype is None:
+        dtype = torch.int64
+    return cx.op("arange", [], size=(end.name,), dtype=dtype_from_torch(dtype).value)
+
+
 def scalar_tensor(cx: Converter, s: Any, **kwargs: Any) -> Value:
     return full(cx, [], s, **kwargs)
 
@@ -196,6 +221,7 @@ TABLE: dict[str, Conv] = {
     "aten::max_pool2d_with_indices": max_pool2d_with_indices,
     "aten::_adaptive_avg_pool2d": adaptive_avg_pool2d,
     "aten::full": full,
+    "aten::arange": arange,
     "aten::full_like": full_like,
     "aten::scalar_tensor": scalar_tensor,
     "aten::empty": empty,

@@ -29,6 +29,7 @@ FAMILY_GENERATORS: dict[str, FamilyGenerator] = {
     "reduce_var": reductions.reduce_cases,
     "reduce_arg": reductions.reduce_cases,
     "shape": points.shape_cases,
+    "factory": points.factory_cases,
 }
 
 _EXTRA: dict[str, Generator] = {}

@@ -4,7 +4,7 @@ A point that gives its input shapes becomes one case as it stands; the family ge
 (``elementwise``, ``reductions``) fill shapes and dtypes for points that leave them open. This
 module also derives what a point leaves implicit: the number of accumulated terms per output
 (for the reduction bound), and a quantized op's fixed-point multipliers from the float scales
-in its hints -- with ``cuvil_ref.quant.arith``, exactly as the quantizer derives them.
+in its hints -- with ``cuvil_ref.ops.qarith``, exactly as the quantizer derives them.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from cuvil_conformance.cases import Case, InputSpec, make_case
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ops import OpDef
 from cuvil_ref.ops.grid import GridPoint
-from cuvil_ref.quant.arith import quantize_multipliers, shared_shift_multipliers
+from cuvil_ref.ops.qarith import quantize_multipliers, shared_shift_multipliers
 
 #: dtype preference when a point names none: the first one the op accepts.
 DTYPE_ORDER = ("f32", "f16", "bf16", "i32", "i8", "u8", "i64", "bool")
@@ -85,7 +85,7 @@ def point_case(opdef: OpDef, p: GridPoint, *, dtype: str | None = None) -> Case:
     """One case from a point that gives its shapes."""
     n = len(p.shapes)
     dtypes = list(p.dtypes) or [dtype or default_dtype(opdef)] * n
-    dtypes += [dtypes[-1]] * (n - len(dtypes))
+    dtypes += dtypes[-1:] * (n - len(dtypes))
     values = list(p.values) or ["normal"] * n
     values += ["normal"] * (n - len(values))
     specs = []
@@ -111,6 +111,12 @@ def shape_cases(opdef: OpDef, quick: bool) -> Iterator[Case]:
             continue
         for dtype in ("f32",) if quick else ("f32", "i8"):
             yield point_case(opdef, p, dtype=dtype)
+
+
+def factory_cases(opdef: OpDef, quick: bool) -> Iterator[Case]:
+    """Ops without tensor inputs (``arange``): one case per point, from its attributes alone."""
+    for p in select(opdef, quick):
+        yield point_case(opdef, p)
 
 
 def explicit_cases(opdef: OpDef, quick: bool) -> Iterator[Case]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+import numpy as np
+
 from cuvil_ref.errors import TargetError
 from cuvil_ref.ir.graph import Graph, Node, Value
 from cuvil_ref.plugin.target_spec import TargetSpec
@@ -152,7 +154,7 @@ def _subgraph(
         for n in other:
             later_uses.update(v.name for v in n.inputs)
     inputs: list[Value] = []
-    consts: dict[str, object] = {}
+    consts: dict[str, np.ndarray] = {}
     seen: set[str] = set()
     for n in nodes:
         for v in n.inputs:

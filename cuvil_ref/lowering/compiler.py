@@ -1,7 +1,8 @@
 """The target-independent compile pipeline for an IR module.
 
 ``compile_module``: quantize (optional) -> optimize (passes by opt_level and target preferences)
--> plan memory -> partition by target capability -> lower each partition through its pack.
+-> partition by target capability -> plan memory per partition -> lower each partition through
+its pack.
 ``cuvil_ref.torch.compile`` captures a torch model and calls this.
 """
 
@@ -13,11 +14,12 @@ from typing import Any
 from cuvil_ref import cache as cache_mod
 from cuvil_ref.errors import TargetError
 from cuvil_ref.ir.graph import Module
+from cuvil_ref.lowering.partition import REF, partition_graph
+from cuvil_ref.lowering.program import CompiledProgram, LoweredPartition
+from cuvil_ref.passes.memory_plan import memory_report, plan_memory
 from cuvil_ref.plugin.host import get_host
-from cuvil_ref.plugin.partition import REF, partition_graph
 from cuvil_ref.plugin.target_spec import TargetSpec
 from cuvil_ref.plugin.types import TargetPreferences
-from cuvil_ref.program import CompiledProgram, LoweredPartition, Timer
 
 QUANTIZE_MODES = (None, "int8", "fp16", "bf16", "mixed")
 
@@ -38,7 +40,7 @@ def compile_module(
 ) -> CompiledProgram:
     """Compile ``module`` for ``target``; see ``cuvil_ref.torch.compile`` for the options."""
     host = get_host()
-    spec = host.resolve(_merge_options(target, options))
+    spec = host.resolve(merge_options(target, options))
     avail = host.availability(spec)
     if not avail.available:
         raise TargetError(f"target '{spec.name}' is not available on this machine: {avail.reason}")
@@ -107,28 +109,26 @@ def compile_module(
         **cache_mod.stats(),
     }
 
-    from cuvil_ref.passes import plan_memory
-
-    memory = plan_memory(module.graph)
-    report["memory"] = memory.report()
-
     plan = partition_graph(module.graph, spec, host, fallback=fallback)
     lowered = []
     lower_options = dict(spec.options)
     lower_options["opt_level"] = opt_level
-    lower_options["memory_plan"] = memory
     for part in plan.partitions:
+        # Memory is planned per partition, in the order the partition runs its nodes; the pack
+        # uses that plan as given.
+        memory = plan_memory(part.graph)
         part_spec = spec if part.target == spec.name else host.resolve(REF)
         exe = host.call(
             "cuvil_lower_partition",
             part_spec,
             target=part_spec,
             graph=part.graph,
-            options=lower_options,
+            options={**lower_options, "memory_plan": memory},
         )
         if exe is None:
             raise TargetError(f"pack for target '{part.target}' returned no executable")
-        lowered.append(LoweredPartition(part, exe))
+        lowered.append(LoweredPartition(part, exe, memory))
+    report["memory"] = memory_report([lp.memory for lp in lowered])
     return CompiledProgram(module, spec, plan, lowered, report)
 
 
@@ -143,28 +143,23 @@ def _optimize(
     calibration_data: Iterable[Any] | None,
     quant_options: Mapping[str, Any] | None,
 ) -> tuple[Module, dict[str, Any]]:
-    """Quantize (optionally) and run the pass pipeline; returns the module and its report."""
-    timings: list[dict[str, Any]] = []
+    """Quantize (optionally) and run the pass pipeline under one pass manager; returns the module
+    and its report."""
+    from cuvil_ref.passes import PassManager, build_pipeline
+
+    passes = build_pipeline(opt_level, enable_fusion, enable_layout_opt, prefs)
     report: dict[str, Any] = {"quantization": None}
+    step = None
     if quantize is not None:
-        from cuvil_ref.quant import quantize_module
+        from cuvil_ref.quant.quantize_pass import quantize_pass
 
-        with Timer() as t:
-            module, qreport = quantize_module(
-                module, quantize, calibration_data=calibration_data, **dict(quant_options or {})
-            )
-        timings.append({"pass": f"quantize[{quantize}]", "seconds": t.seconds, "changed": True})
-        report["quantization"] = qreport
-    from cuvil_ref.passes import optimize
-
-    module, pass_timings = optimize(
-        module,
-        opt_level=opt_level,
-        enable_fusion=enable_fusion,
-        enable_layout_opt=enable_layout_opt,
-        preferences=prefs,
-    )
-    timings.extend(pass_timings)
+        qpass, step = quantize_pass(quantize, calibration_data, quant_options)
+        passes = [qpass, *passes]
+    module, timings = PassManager(passes).run(module)
+    if step is not None:
+        report["quantization"] = step.report
+        metadata = {**module.metadata, "quantization": quantize}
+        module = Module(module.graph, module.name, metadata)
     report["passes"] = timings
     return module, report
 
@@ -186,7 +181,7 @@ def _calibration_digest(data: Iterable[Any] | None) -> str | None:
     return h.hexdigest()
 
 
-def _merge_options(
+def merge_options(
     target: str | Mapping[str, Any] | TargetSpec, options: Mapping[str, Any] | None
 ) -> Any:
     if not options:

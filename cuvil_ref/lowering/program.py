@@ -7,7 +7,6 @@ partitions of different targets (the transfers a device pack pays at its edges).
 from __future__ import annotations
 
 import concurrent.futures
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +16,8 @@ import numpy as np
 from cuvil_ref.errors import CuvilError, TargetError
 from cuvil_ref.interpreter import check_input
 from cuvil_ref.ir.graph import Module
-from cuvil_ref.plugin.partition import Partition, PartitionPlan
+from cuvil_ref.lowering.partition import Partition, PartitionPlan
+from cuvil_ref.passes.memory_plan import MemoryPlan
 from cuvil_ref.plugin.target_spec import TargetSpec
 from cuvil_ref.plugin.types import Executable
 
@@ -26,6 +26,7 @@ from cuvil_ref.plugin.types import Executable
 class LoweredPartition:
     partition: Partition
     executable: Executable
+    memory: MemoryPlan  # the plan the pack was given for this partition
 
 
 @dataclass
@@ -97,14 +98,3 @@ class CompiledProgram:
 
 
 _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="cuvil-run")
-
-
-class Timer:
-    """Context manager measuring seconds into ``.seconds``."""
-
-    def __enter__(self) -> Timer:
-        self._t0 = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.seconds = time.perf_counter() - self._t0

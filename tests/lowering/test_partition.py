@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 import cuvil_ref as cuvil
-from cuvil_ref.compiler import compile_module
 from cuvil_ref.errors import TargetError
 from cuvil_ref.ir import GraphBuilder, Module, TensorType
+from cuvil_ref.lowering.compiler import compile_module
+from cuvil_ref.lowering.partition import partition_graph
 from cuvil_ref.plugin.host import PluginHost
-from cuvil_ref.plugin.partition import partition_graph
 
 
 def _graph() -> Module:
@@ -42,7 +42,6 @@ def test_fallback_error_lists_nodes(host: PluginHost) -> None:
 
 
 def test_compiled_program_equals_interpreter(host: PluginHost) -> None:
-    pytest.importorskip("cuvil_ref.passes")
     mod = _graph()
     prog = compile_module(mod, "toy", opt_level=0)
     x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)

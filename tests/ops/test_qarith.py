@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuvil_ref.quant.arith import (
+from cuvil_ref.ops.qarith import (
     MIN_SCALE,
     QuantArithError,
     check_accumulator_bound,

@@ -1,5 +1,8 @@
 """Integer-exact quantization arithmetic: the bit-for-bit contract every kernel pack reproduces.
 
+It lives with the ops because the quantized ops' reference semantics are written with it; the
+quantizer (``cuvil_ref.quant``) uses it to derive those ops' attributes.
+
 Everything here follows ``docs/semantics.md`` (the pinned quant spec) to the bit:
 
 * ``real = scale * (q - zero_point)``; activations int8 per-tensor asymmetric in [-128, 127],
