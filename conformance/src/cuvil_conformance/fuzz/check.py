@@ -67,7 +67,7 @@ def check_pipeline(
     case: FuzzCase, target: str, opt_levels: Sequence[int] = OPT_LEVELS
 ) -> Finding | None:
     """Compile at every opt_level for ``target`` and compare with the opt_level-0 interpreter."""
-    from cuvil_ref.compiler import compile_module
+    from cuvil_ref.lowering.compiler import compile_module
 
     try:
         want = interpret(case.module, case.inputs)
