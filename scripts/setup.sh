@@ -16,7 +16,7 @@ if ! command -v hipcc >/dev/null 2>&1; then
 fi
 $PIP install --quiet --disable-pip-version-check "torch==2.13.0"
 $PIP install --quiet --disable-pip-version-check \
-    -e ".[torch,test,sign,serve,serve-test,jax]" \
+    -e ".[torch,test,sign,serve,serve-test,jax,onnx,onnx-test]" \
     -e conformance \
     -e kernelpacks/npu_sim \
     -e kernelpacks/cuda \

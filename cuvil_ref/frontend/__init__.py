@@ -133,6 +133,19 @@ def jax_to_cuvilir(fn: Any, *example_args: Any, name: str | None = None) -> Modu
     return capture(fn, *example_args, name=name)
 
 
+def onnx_to_cuvilir(
+    path_or_model: Any,
+    input_shapes: Any = None,
+    name: str | None = None,
+    constant_inputs: Mapping[str, Any] | None = None,
+) -> Module:
+    """Import an ONNX model (path, bytes or ``onnx.ModelProto``; see
+    ``cuvil_ref.frontend.onnx``)."""
+    from cuvil_ref.frontend.onnx import onnx_to_cuvilir as import_onnx
+
+    return import_onnx(path_or_model, input_shapes, name, constant_inputs)
+
+
 def output_structure(module: Module) -> Any:
     """The model's output structure as recorded (see ``structure.py``): a JSON-able tree whose
     ``{"kind": "tensor", "index": i}`` leaves are output indices."""
@@ -289,6 +302,7 @@ __all__ = [
     "CAPTURES",
     "input_names",
     "jax_to_cuvilir",
+    "onnx_to_cuvilir",
     "output_structure",
     "torch_to_cuvilir",
 ]

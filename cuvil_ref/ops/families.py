@@ -161,14 +161,22 @@ CLAMPS: frozenset[str] = frozenset({"relu", "relu6", "clamp", "hardtanh"})
 RELUS: frozenset[str] = frozenset({"relu", "relu6"})
 #: Smooth activations without attributes (gelu has one: ``approximate``).
 SMOOTH_ACTIVATIONS: frozenset[str] = frozenset({"sigmoid", "tanh", "silu", "hardswish"})
+#: Activations that are neither a clamp nor piecewise linear: no int8 output range or rescale
+#: expresses them, so the quantizer gives each a 256-entry table (``qlut``).
+NONLINEAR_ACTIVATIONS: frozenset[str] = SMOOTH_ACTIVATIONS | frozenset(
+    {"gelu", "hardsigmoid", "softplus", "elu", "mish"}
+)
 
 #: Reshape-like ops: the output is the input's bytes under a new shape (no data moves), so a
 #: memory plan gives the output the input's buffer and an int8 tensor keeps its parameters.
 VIEWS: frozenset[str] = frozenset({"reshape", "flatten", "squeeze", "unsqueeze"})
+#: Axis permutations.
+PERMUTES: frozenset[str] = frozenset({"permute", "transpose"})
+#: One-input data movement where every output element is a copy of one input element (no fill
+#: value, no second tensor): an int8 tensor keeps its scale and zero point through them.
+REARRANGEMENTS: frozenset[str] = PERMUTES | frozenset({"expand", "slice", "split"})
 #: Ops that move data without arithmetic (bit-exact in every dtype).
-DATA_MOVEMENT: frozenset[str] = VIEWS | frozenset(
-    {"expand", "permute", "transpose", "slice", "split", "concat", "pad"}
-)
+DATA_MOVEMENT: frozenset[str] = VIEWS | REARRANGEMENTS | frozenset({"concat", "pad"})
 #: Gather-like ops with an integer index input.
 INDEXING: frozenset[str] = frozenset({"index_select", "gather", "embedding"})
 
@@ -176,10 +184,17 @@ INDEXING: frozenset[str] = frozenset({"index_select", "gather", "embedding"})
 GEMMS: frozenset[str] = frozenset({"linear", "matmul"})
 CONVS: frozenset[str] = frozenset({"conv2d"})
 FUSED_PRODUCERS: frozenset[str] = frozenset({"fused_conv2d", "fused_linear", "fused_matmul"})
+#: Ops that sum many products (their accumulator is wider than their storage: f32 for floats).
+ACCUMULATING: frozenset[str] = GEMMS | CONVS | FUSED_PRODUCERS
+#: Ops with a ``[N, K]`` weight (``y = x @ W.T``), float, fused and int8.
+LINEARS: frozenset[str] = frozenset({"linear", "fused_linear", "qlinear"})
 
 #: Float 2-D pools (NCHW) and their adaptive forms.
 POOLS: frozenset[str] = frozenset({"max_pool2d", "avg_pool2d"})
 ADAPTIVE_POOLS: frozenset[str] = frozenset({"adaptive_avg_pool2d", "adaptive_max_pool2d"})
+#: Float pools with a channels-last twin ``<op>_nhwc`` (``cuvil_ref.ops.fused``) that the layout
+#: pass may choose.
+NHWC_POOLS: frozenset[str] = POOLS | frozenset({"adaptive_avg_pool2d"})
 
 #: Reductions over ``axes`` and the index-of-extreme reductions over one ``axis``.
 REDUCTIONS: frozenset[str] = frozenset({"sum", "mean", "amax", "amin", "prod"})

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Graph, Node, Value
+from cuvil_ref.ops import families
 from cuvil_ref.passes.base import PassResult
 from cuvil_ref.passes.rewrite import (
     Match,
@@ -90,10 +91,10 @@ def _cast_chain(m: Match, r: Rewriter) -> Value | None:
     return r.op("cast", [x], {"dtype": m.root.attrs["dtype"]}, layout=x.type.layout)
 
 
-_PERMUTES = frozenset({"permute", "transpose"})
+_PERMUTES = families.PERMUTES
 
 RULES: tuple[Rule, ...] = (
-    Rule("noop_reshape", Op({"reshape", "flatten", "expand"}, Var("x")), _same_shape),
+    Rule("noop_reshape", Op(families.VIEWS | {"expand"}, Var("x")), _same_shape),
     Rule("identity_permute", Op(_PERMUTES, Var("x")), _identity_perm),
     Rule("permute_permute", Op(_PERMUTES, Op(_PERMUTES, Var("x"), name="inner")), _compose_perms),
     Rule(

@@ -22,16 +22,15 @@ from cuvil_ref.ir.builder import GraphBuilder
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Graph, Module, Node, Value
 from cuvil_ref.ir.verifier import verify
+from cuvil_ref.ops import families
 from cuvil_ref.passes.dce import eliminate_dead_code
 
 LOW: dict[str, DType] = {"fp16": DType.f16, "bf16": DType.bf16}
 PRECISION = {DType.f16: "fp16", DType.bf16: "bf16", DType.f32: "fp32"}
 #: Ops that reduce over many products: their accumulator is f32 whatever the storage type.
-ACCUMULATING = frozenset(
-    {"conv2d", "linear", "matmul", "fused_conv2d", "fused_linear", "fused_matmul"}
-)
+ACCUMULATING = families.ACCUMULATING
 #: Ops kept at their exact dtypes: the int8 boundary (its contract is f32) and integer ops.
-FIXED = frozenset({"quantize", "dequantize"})
+FIXED = families.QUANT_BOUNDARY
 
 
 def _is_float(v: Value) -> bool:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cuvil_ref.ir.types import QuantParams
-from cuvil_ref.ops import REGISTRY, get_op, qarith
+from cuvil_ref.ops import REGISTRY, families, get_op, qarith
 from cuvil_ref.ops.qtransformer import (
     SOFTMAX_SCALE,
     SOFTMAX_ZP,
@@ -30,11 +30,9 @@ if TYPE_CHECKING:
     from cuvil_ref.quant.ptq import QValue, Rewriter, Rule
 
 #: Float activations that become one ``qlut`` (their int8 image is a 256-entry table).
-LUT_ACTIVATIONS = frozenset(
-    {"gelu", "sigmoid", "tanh", "silu", "hardswish", "hardsigmoid", "softplus", "elu", "mish"}
-)
+LUT_ACTIVATIONS = families.NONLINEAR_ACTIVATIONS
 #: Data-movement ops that run on int8 with the input's scale and zero point.
-INT8_MOVES = frozenset({"transpose", "permute", "slice", "split", "expand"})
+INT8_MOVES = families.REARRANGEMENTS
 
 
 def _fallback(reason: str) -> Exception:

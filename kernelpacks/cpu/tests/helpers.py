@@ -30,8 +30,8 @@ def one_op(op: str, inputs: Sequence[np.ndarray], consts: Sequence[np.ndarray | 
 def run_cpu(graph: Graph, inputs: Sequence[np.ndarray], **options: Any) -> list[np.ndarray]:
     from cuvil_kernels_cpu.executable import CpuExecutable
 
-    opts = {"threads": 0, "conv_algorithm": "auto", **options, "memory_plan": plan_memory(graph)}
-    return CpuExecutable(graph, opts).run(list(inputs))
+    opts = {"threads": 0, "conv_algorithm": "auto", **options}
+    return CpuExecutable(graph, opts, plan_memory(graph)).run(list(inputs))
 
 
 def both(graph: Graph, inputs: Sequence[np.ndarray], **options: Any) -> tuple[np.ndarray, ...]:

@@ -53,3 +53,21 @@ def test_runtime_conv_weight_is_declined() -> None:
     w = np.zeros((2, 4, 3, 3), np.float32)
     graph, _ = one_op("conv2d", [x, w], [])
     assert "constant" in plugin.support(graph.nodes[0], graph).reason
+
+
+def test_pack_is_built_on_the_kit_and_refuses_unclaimed_partitions(host: PluginHost) -> None:
+    from cuvil_kernels_cpu.lowering import LOWERINGS
+
+    from cuvil_ref.plugin.kit import KernelPack
+
+    assert isinstance(plugin.PACK, KernelPack)
+    assert plugin.PACK.coverage() == sorted(LOWERINGS)
+    x = np.zeros((1, 4, 5, 5), np.float32)
+    graph, _ = one_op("group_norm", [x], [], num_groups=2)
+    with pytest.raises(TargetError, match="group_norm.*no cpu lowering"):
+        plugin.cuvil_lower_partition(host.resolve("cpu"), graph, {})
+    h = np.zeros((2, 3), np.float16)
+    graph, _ = one_op("relu", [h], [])
+    spec = host.resolve({"target": "cpu", "options": {"low_precision": False}})
+    assert not plugin.cuvil_supports_node(spec, graph.nodes[0], graph).supported
+    assert plugin.cuvil_supports_node(host.resolve("cpu"), graph.nodes[0], graph).supported

@@ -4,18 +4,22 @@
 legal candidate on the layer's own shape once (a few runs each, on zeros) and keeps the
 fastest -- results are cached on disk by shape, CPU and thread count
 (``$CUVIL_CACHE_DIR/cpu-algo.json``, default ``~/.cache/cuvil``), so a second compile pays
-nothing; ``"im2col"``/``"winograd"`` force an algorithm where it is legal. The report records
-the choice, the candidates' costs and where they came from.
+nothing; ``"im2col"``/``"direct"``/``"winograd"`` force an algorithm where it is legal. The
+report records the choice, the candidates' costs and where they came from.
 
 The model (seconds) for a layer with ``M`` output pixels, ``K = 9 C`` and ``O`` outputs:
 
-* im2col: ``2 M O K / PEAK + 4 M K / GATHER``;
+* im2col: ``2 M' O K / PEAK + M KH RUN + 4 M K / GATHER`` (``M'``: M rounded up to the tile
+  height; the gather costs per contiguous run and per byte);
+* direct: ``2 R O K / PEAK (1 + 8 / (KW C)) + padding copy`` where ``R`` counts the rows the
+  tiles compute (they do not cross output rows) and the factor is the per-call overhead of
+  accumulating a tile over kernel rows;
 * Winograd F(4x4,3x3), ``T`` tiles: ``2 * 36 T' C O / PEAK + 36 T (C + O) 12 / TRANSFORM +
   36 C O 4 / MEMORY`` where ``T'`` is T rounded up to the tile height (the GEMMs' rows) and
   the last term the transformed weights streamed once per chunk of tiles.
 
-The constants were fitted to this machine's single-thread figures (docs/benchmarks.md); only
-their ratios matter for the choice.
+The constants were fitted to single-thread CPU-time measurements of ResNet-18 and MobileNetV2
+layers on this machine (AMD Zen 5, AVX-512; docs/cpu-pack.md); only their ratios matter.
 """
 
 from __future__ import annotations
@@ -26,21 +30,30 @@ import threading
 from pathlib import Path
 from typing import Any
 
-PEAK = 100e9  # multiply-adds x 2 per second on the register tile, one core
-GATHER = 8e9  # bytes/s of im2col gathering
+PEAK = 200e9  # float32 FLOP/s (2 per multiply-add) on the register tile, one core
+GATHER = 10e9  # bytes/s copied by the im2col gather
+RUN = 13e-9  # seconds per contiguous run (one kernel row of one pixel) the gather copies
 TRANSFORM = 12e9  # bytes/s through the Winograd transforms
-MEMORY = 20e9  # bytes/s streaming transformed weights
+MEMORY = 30e9  # bytes/s streaming transformed weights (from L3)
 
 _LOCK = threading.Lock()
 
 
-def model_costs(shape: dict[str, int], winograd_ok: bool) -> dict[str, float]:
+def model_costs(shape: dict[str, int], winograd_ok: bool, direct_ok: bool) -> dict[str, float]:
+    from cuvil_kernels_cpu.kernels.isa import MR
+
     n, c, o, oh, ow = shape["n"], shape["c"], shape["o"], shape["oh"], shape["ow"]
-    k = c * shape["k"] * shape["k"]
+    kk = shape["k"]
+    k = c * kk * kk
     m = n * oh * ow
-    costs = {"im2col": 2 * m * o * k / PEAK + 4 * m * k / GATHER}
+    gather = m * kk * RUN + 4 * m * k / GATHER
+    costs = {"im2col": 2 * (-(-m // MR) * MR) * o * k / PEAK + gather}
+    if direct_ok:
+        rows = n * oh * -(-ow // MR) * MR  # tiles do not cross output rows
+        run = kk * c  # the micro-kernel's reduction per call
+        pad = 8 * n * (shape["h"] + kk) * (shape["w"] + kk) * c
+        costs["direct"] = 2 * rows * o * k / PEAK * (1 + 8 / run) + pad / GATHER
     if winograd_ok:
-        from cuvil_kernels_cpu.kernels.isa import MR
 
         tiles = n * -(-oh // 4) * -(-ow // 4)
         rows = -(-tiles // MR) * MR
@@ -54,17 +67,22 @@ def model_costs(shape: dict[str, int], winograd_ok: bool) -> dict[str, float]:
 
 
 def choose_conv(
-    shape: dict[str, int], direct: bool, winograd_ok: bool, options: dict[str, Any]
+    shape: dict[str, int],
+    gemm_ok: bool,
+    winograd_ok: bool,
+    options: dict[str, Any],
+    direct_ok: bool = False,
 ) -> dict[str, Any]:
     """The algorithm for one conv layer and why (see the module docstring)."""
-    if direct:
+    if gemm_ok:
         return {"algorithm": "gemm", "why": "1x1 stride 1: the input rows are the GEMM operand"}
     mode = options.get("conv_algorithm", "auto")
-    if mode in ("im2col", "winograd"):
-        if mode == "winograd" and not winograd_ok:
-            return {"algorithm": "im2col", "why": "winograd forced but not legal (3x3 s1 only)"}
+    legal = {"im2col": True, "winograd": winograd_ok, "direct": direct_ok}
+    if mode in legal:
+        if not legal[mode]:
+            return {"algorithm": "im2col", "why": f"{mode} forced but not legal for this layer"}
         return {"algorithm": mode, "why": "forced by conv_algorithm"}
-    costs = model_costs(shape, winograd_ok)
+    costs = model_costs(shape, winograd_ok, direct_ok)
     source = "model"
     if mode == "measure" and len(costs) > 1:
         costs, source = measured_costs(shape, options), "measured"

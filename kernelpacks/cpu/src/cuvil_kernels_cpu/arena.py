@@ -54,12 +54,17 @@ class Placement:
 
 @dataclass
 class Instance:
-    """A program bound to one arena: call ``calls`` in order after filling ``inputs``."""
+    """A program bound to one arena: call ``calls`` in order after filling ``inputs``.
+
+    ``works[i]`` is step i's work counter when its kernel shares items among threads (reset to
+    0 before the call, which then goes through ``team``), else None."""
 
     arena: np.ndarray
     inputs: list[np.ndarray]
     outputs: list[np.ndarray]
     calls: list[Callable[[], Any]]
+    works: list[np.ndarray | None]
+    team: Any = None
 
 
 def _align(n: int) -> int:
@@ -167,8 +172,16 @@ def _legal_in_place(name: str, other: str, off: int, size: int, o: int, s: int, 
     )
 
 
-def bind(program: Program, placement: Placement) -> Instance:
-    """Allocate one arena and bind every step to its arrays."""
+def takes_work(fn: Any) -> bool:
+    """Whether ``fn`` is a kernel that takes items from a work counter (its last argument)."""
+    import inspect
+
+    py = getattr(fn, "py_func", None)
+    return py is not None and list(inspect.signature(py).parameters)[-1:] == ["work"]
+
+
+def bind(program: Program, placement: Placement, team: Any = None) -> Instance:
+    """Allocate one arena and bind every step to its arrays (and its work counter)."""
     raw = np.empty(placement.arena_bytes + ALIGN, np.uint8)
     shift = (-raw.ctypes.data) % ALIGN
     arena = raw[shift : shift + placement.arena_bytes]
@@ -189,13 +202,15 @@ def bind(program: Program, placement: Placement) -> Instance:
         if b.kind == "view":
             assert b.base is not None
             arrays[name] = arrays[b.base].reshape(b.shape)
-    calls = [
-        functools.partial(
+    calls, works = [], []
+    for step in program.steps:
+        work = np.zeros(1, np.int64) if takes_work(step.fn) else None
+        extra = () if work is None else (work,)
+        calls.append(functools.partial(
             step.fn, *[arrays[a] for a in step.args], *[arrays[w] for w in step.writes],
-            *step.static,
-        )
-        for step in program.steps
-    ]  # fmt: skip
+            *step.static, *extra,
+        ))  # fmt: skip
+        works.append(work)
     inputs = [arrays[n] for n in program.inputs]
     outputs = [arrays[n] for n in program.outputs]
-    return Instance(raw, inputs, outputs, calls)
+    return Instance(raw, inputs, outputs, calls, works, team)

@@ -27,9 +27,11 @@ import numpy as np
 from cuvil_kernels_cpu import arena
 from cuvil_kernels_cpu.lowering import lower_program
 from cuvil_kernels_cpu.lowering.context import Program
+from cuvil_kernels_cpu.team import Team
 from cuvil_ref.errors import CuvilError, TargetError
 from cuvil_ref.interpreter import check_input
 from cuvil_ref.ir.graph import Graph
+from cuvil_ref.passes.memory_plan import MemoryPlan
 from cuvil_ref.plugin.types import Executable
 
 _ASYNC = concurrent.futures.ThreadPoolExecutor(
@@ -38,15 +40,16 @@ _ASYNC = concurrent.futures.ThreadPoolExecutor(
 
 
 def max_threads() -> int:
-    import numba
-
-    return int(numba.config.NUMBA_NUM_THREADS)
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 def resolve_threads(requested: int) -> int:
-    """0 means every core Numba may use; more than that is capped."""
-    top = max_threads()
-    return top if requested <= 0 else min(int(requested), top)
+    """0 means every core the process may use."""
+    return max_threads() if requested <= 0 else int(requested)
 
 
 @dataclass
@@ -61,12 +64,15 @@ class Compiled:
     runs: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    threads: int = 1
+
     def acquire(self) -> arena.Instance:
         with self.lock:
             if self.free:
                 return self.free.pop()
             self.instances += 1
-        return arena.bind(self.program, self.placement)
+        team = Team(self.threads) if self.threads > 1 else None
+        return arena.bind(self.program, self.placement, team)
 
     def release(self, inst: arena.Instance) -> None:
         with self.lock:
@@ -76,13 +82,16 @@ class Compiled:
 class CpuExecutable(Executable):
     """A lowered ``cpu`` partition (see the module docstring)."""
 
-    def __init__(self, graph: Graph, options: dict[str, Any]) -> None:
+    def __init__(
+        self, graph: Graph, options: dict[str, Any], memory_plan: MemoryPlan | None = None
+    ) -> None:
         self.graph = graph
         self.threads = resolve_threads(int(options.get("threads", 0) or 0))
-        self.options = {k: v for k, v in options.items() if k != "memory_plan"}
+        self.options = dict(options)
         self.options["threads"] = self.threads
         self.options["_packed_cache"] = {}
-        self.memory_plan = options.get("memory_plan")
+        # The host's plan holds for the static shapes; other signatures are planned per binding.
+        self.memory_plan = memory_plan
         self._compiled: dict[tuple[tuple[int, ...], ...], Compiled] = {}
         self._lock = threading.Lock()
         self.compile_stats: dict[str, float] = {"lower_seconds": 0.0, "kernel_seconds": 0.0}
@@ -113,13 +122,11 @@ class CpuExecutable(Executable):
 
             plan = plan_memory(self.graph, bindings)
         placement = arena.place(program, plan)
-        comp = Compiled(program, placement, seconds=[0.0] * len(program.steps))
+        comp = Compiled(program, placement, seconds=[0.0] * len(program.steps),
+                        threads=self.threads)  # fmt: skip
         inst = comp.acquire()
         t1 = time.perf_counter()
         _compile_kernels(program, inst)
-        from cuvil_kernels_cpu.kernels import threads
-
-        threads.warm(self.threads)
         t2 = time.perf_counter()
         comp.release(inst)
         self.compile_stats["lower_seconds"] += t1 - t0
@@ -128,8 +135,6 @@ class CpuExecutable(Executable):
 
     # -- running ---------------------------------------------------------------------------------
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        import numba
-
         if len(inputs) != len(self.graph.inputs):
             raise TargetError(
                 f"target 'cpu': partition takes {len(self.graph.inputs)} inputs, got {len(inputs)}"
@@ -141,15 +146,22 @@ class CpuExecutable(Executable):
         ]
         comp = self._compiled_for(tuple(tuple(a.shape) for a in arrays), bindings)
         inst = comp.acquire()
-        numba.set_num_threads(self.threads)
         seconds = comp.seconds
+        team = inst.team
         i = 0
         try:
             for buf, a in zip(inst.inputs, arrays, strict=True):
                 np.copyto(buf, a)
             t = time.perf_counter()
-            for i, call in enumerate(inst.calls):
-                call()
+            for i, (call, work) in enumerate(zip(inst.calls, inst.works, strict=True)):
+                if work is None:
+                    call()
+                else:
+                    work[0] = 0
+                    if team is None:
+                        call()
+                    else:
+                        team.run(call)
                 now = time.perf_counter()
                 seconds[i] += now - t
                 t = now

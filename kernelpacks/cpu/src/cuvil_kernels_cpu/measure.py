@@ -9,9 +9,8 @@ import numpy as np
 
 def time_conv_candidates(shape: dict[str, int], threads: int) -> dict[str, float]:
     """Best-of-3 seconds for im2col and Winograd on zeros of ``shape`` (3x3, stride 1, pad 1)."""
-    import numba
-
     from cuvil_kernels_cpu.kernels import gemm, winograd
+    from cuvil_kernels_cpu.team import Team
 
     n, c, h, w, o = shape["n"], shape["c"], shape["h"], shape["w"], shape["o"]
     oh, ow = shape["oh"], shape["ow"]
@@ -28,22 +27,24 @@ def time_conv_candidates(shape: dict[str, int], threads: int) -> dict[str, float
     u = winograd.transform_weights(weight)
     tb = winograd.chunk_tiles(c, o, n * -(-oh // 4) * -(-ow // 4), threads)
     pads = np.array([1, 1], np.int64)
-    runs = {
-        "im2col": lambda: gemm.conv_gemm(x, wp, bp, res, out, geom, lo, hi, 0, 0, False, mb, pg),
-        "winograd": lambda: winograd.winograd_conv(x, u, bias, res, out, pads, lo, hi, 0, 0, tb),
-    }
-    before = numba.get_num_threads()
-    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
-    try:
-        best: dict[str, float] = {}
-        for name, fn in runs.items():
-            fn()
-            times = []
-            for _ in range(3):
-                t0 = time.perf_counter()
-                fn()
-                times.append(time.perf_counter() - t0)
-            best[name] = float(min(times))
-        return best
-    finally:
-        numba.set_num_threads(before)
+    work = np.zeros(1, np.int64)
+    calls = {
+        "im2col": lambda: gemm.conv_gemm(x, wp, bp, res, out, geom, lo, hi, 0, 0, False, mb, pg,
+                                         work),
+        "winograd": lambda: winograd.winograd_conv(x, u, bias, res, out, pads, lo, hi, 0, 0, tb,
+                                                   work),
+    }  # fmt: skip
+    team = Team(threads) if threads > 1 else None
+    best: dict[str, float] = {}
+    for name, call in calls.items():
+        times = []
+        for _ in range(4):
+            work[0] = 0
+            t0 = time.perf_counter()
+            if team is None:
+                call()
+            else:
+                team.run(call)
+            times.append(time.perf_counter() - t0)
+        best[name] = float(min(times[1:]))
+    return best

@@ -17,12 +17,14 @@ GEOMETRIES = [
     (2, 16, 9, 7, 70, 3, 1, 1, 1, 1),  # 3x3 s1: Winograd candidate; O spans two panels
     (1, 16, 9, 7, 70, 1, 1, 0, 1, 1),  # 1x1: GEMM on the input rows
     (1, 8, 9, 9, 12, 3, 1, (1, 2, 0, 1), 2, 2),  # grouped, dilated, asymmetric padding
-    (1, 12, 10, 10, 12, 3, 2, 1, 1, 12),  # depthwise, strided
+    (1, 12, 10, 10, 12, 3, 2, 1, 1, 12),  # depthwise, strided (channels not a multiple of 16)
+    (2, 48, 9, 11, 48, 3, 1, 1, 1, 48),  # depthwise on the register tile, row tails
+    (1, 96, 10, 10, 96, 3, 2, (0, 1, 1, 0), 1, 96),  # depthwise tile, strided, 96 = 64 + 32
     (1, 3, 20, 20, 8, 7, 2, 3, 1, 1),  # a ResNet stem
 ]
 
 
-@pytest.mark.parametrize("algorithm", ["auto", "im2col", "winograd"])
+@pytest.mark.parametrize("algorithm", ["auto", "im2col", "direct", "winograd"])
 @pytest.mark.parametrize("geom", GEOMETRIES)
 def test_conv2d_matches_the_interpreter(geom: tuple, algorithm: str,
                                         rng: np.random.Generator) -> None:  # fmt: skip

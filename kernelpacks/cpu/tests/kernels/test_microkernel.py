@@ -12,7 +12,7 @@ from cuvil_kernels_cpu.kernels.microkernel import RES_AFTER, RES_BEFORE, tile_f3
 def _run_f32(a, b, c, bias, res, lo, hi, flags):  # type: ignore[no-untyped-def]
     k = a.shape[1]
     tile_f32(a.ctypes.data, k, b.ctypes.data, NR, k, c.ctypes.data, NR, bias.ctypes.data,
-             res.ctypes.data, NR, lo, hi, flags)  # fmt: skip
+             res.ctypes.data, NR, lo, hi, flags, 0)  # fmt: skip
 
 
 @numba.njit

@@ -27,6 +27,7 @@ def test_winograd_within_the_bound(cin: int, cout: int, rng: np.random.Generator
     winograd.winograd_conv(
         np.ascontiguousarray(x.transpose(0, 2, 3, 1)), u, b, np.zeros((1, 1, 1, 1), np.float32),
         out, np.array([1, 1], np.int64), np.float32(-np.inf), np.float32(np.inf), 0, 0, tb,
+        np.zeros(1, np.int64),
     )
     err = np.abs(out - want).max()
     bound = reduction_bound(9 * cin, want)

@@ -9,20 +9,12 @@ from typing import Any
 from cuvil_kernels_cuda.lower_common import FLOAT, INF, EmitContext, first, kernels, pads
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Node
+from cuvil_ref.ops.fused import ACTIVATIONS
 from cuvil_ref.plugin.kit import CheckContext, checks
 from cuvil_ref.plugin.kit.templates import TEMPLATES, Emitter, formula
 
-#: fused epilogue activation -> library activation.
-EPILOGUE = {
-    "none": "identity",
-    "relu": "relu",
-    "relu6": "relu6",
-    "gelu": "gelu",
-    "gelu_tanh": "gelu_tanh",
-    "silu": "silu",
-    "hardswish": "hardswish",
-    "clamp": "clamp",
-}
+#: fused epilogue activation (``cuvil_ref.ops.fused.ACTIVATIONS``) -> library activation.
+EPILOGUE = {name: "identity" if name == "none" else name for name in ACTIVATIONS}
 
 
 def _same_float_inputs(node: Node, cx: CheckContext | None = None) -> str | None:

@@ -26,12 +26,11 @@ from cuvil_kernels_npu_sim.lowering import Layer
 from cuvil_kernels_npu_sim.lowering_transformer import DMA_MOVES, dma_move, dma_move_metrics
 from cuvil_kernels_npu_sim.metrics import ENERGY_KEYS, layer_metrics, trace_text
 from cuvil_kernels_npu_sim.simulator import simulate
+from cuvil_ref.ops import families
 from cuvil_ref.plugin.types import Executable
 
 NHWC, PLAIN = "NHWC", "plain"
-_NHWC_OPS = frozenset(
-    {"qconv2d", "qconv2d+qadd", "qmax_pool2d", "qavg_pool2d", "qadaptive_avg_pool2d"}
-)
+_NHWC_OPS = frozenset({"qconv2d", "qconv2d+qadd"}) | families.QUANT_POOLS
 
 
 def _same_bytes(shape: tuple[int, ...]) -> bool:

@@ -19,8 +19,10 @@ from cuvil_kernels_npu_sim.energy import energy_fields
 from cuvil_kernels_npu_sim.lower_sfu import lower_qlayer_norm, lower_qlut, lower_qsoftmax
 from cuvil_kernels_npu_sim.program import Program
 from cuvil_ref.ir.graph import Graph, Node
+from cuvil_ref.ops import families
 
-DMA_MOVES = frozenset({"transpose", "permute", "slice", "expand"})
+#: Data movement the DMA engine runs on int8 tensors (split has several outputs; a layer has one).
+DMA_MOVES = families.REARRANGEMENTS - {"split"}
 
 
 def _shape(node: Node) -> tuple[int, ...]:

@@ -9,12 +9,12 @@ output column (``fused_matmul``'s ``[N]`` bias), ``res`` an optional residual ``
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
 from cuvil_kernels_cpu.kernels import mathf
-from cuvil_kernels_cpu.kernels.gemm import _finish_tile, _store_edge
+from cuvil_kernels_cpu.kernels.atomics import grab
+from cuvil_kernels_cpu.kernels.gemm import _finish_tile, _store_edge, tile_nv
 from cuvil_kernels_cpu.kernels.isa import MR, NR, kernel
-from cuvil_kernels_cpu.kernels.microkernel import RES_BEFORE, tile_f32
+from cuvil_kernels_cpu.kernels.microkernel import RES_BEFORE
 
 _NEG_INF = np.float32(-np.inf)
 _POS_INF = np.float32(np.inf)
@@ -25,11 +25,15 @@ def packed_rhs_shape(batch: int, k: int, n: int) -> tuple[int, int, int, int]:
 
 
 @kernel
-def pack_rhs(b, packed):  # type: ignore[no-untyped-def]
+def pack_rhs(b, packed, work):  # type: ignore[no-untyped-def]
     """``b`` [B, K, N] -> ``packed`` [B, NP, K, NR] (columns past N are zeros)."""
     nb, k, n = b.shape
     npanels = packed.shape[1]
-    for item in prange(nb * npanels):
+    n_items = nb * npanels
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
         bi = item // npanels
         p = item % npanels
         c0 = p * NR
@@ -42,7 +46,7 @@ def pack_rhs(b, packed):  # type: ignore[no-untyped-def]
 
 
 @kernel
-def bmm(a, packed, bias, res, out, lo, hi, act, res_mode, mb):  # type: ignore[no-untyped-def]
+def bmm(a, packed, bias, res, out, lo, hi, act, res_mode, mb, work):  # type: ignore[no-untyped-def]
     """out[b] = epilogue(a[b] @ B[b] + bias) for ``a`` [B, M, K] and packed B; ``bias`` is
     padded to ``NP * NR``; ``res`` [B, M, N] or unused (``res_mode`` 0)."""
     nb, m, k = a.shape
@@ -56,7 +60,11 @@ def bmm(a, packed, bias, res, out, lo, hi, act, res_mode, mb):  # type: ignore[n
     if post:
         kflags = RES_BEFORE if res_mode == RES_BEFORE else 0
         klo, khi = _NEG_INF, _POS_INF
-    for item in prange(nb * n_mb * npanels):
+    n_items = nb * n_mb * npanels
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
         bi = item // (n_mb * npanels)
         rest = item % (n_mb * npanels)
         bm = rest // npanels
@@ -67,6 +75,7 @@ def bmm(a, packed, bias, res, out, lo, hi, act, res_mode, mb):  # type: ignore[n
         res2 = res[bi if res.shape[0] > 1 else 0]
         col0 = p * NR
         ncols = min(NR, n - col0)
+        nv = (ncols + 15) // 16
         b_addr = packed[bi, p].ctypes.data
         bias_addr = bias.ctypes.data + col0 * 4
         for t in range(bm * mb, min(tiles, (bm + 1) * mb)):
@@ -78,14 +87,14 @@ def bmm(a, packed, bias, res, out, lo, hi, act, res_mode, mb):  # type: ignore[n
                     for c in range(k):
                         stage[i, c] = a[bi, row0 + i, c]
                 a_addr = stage.ctypes.data
-            if nrows == MR and ncols == NR:
+            if nrows == MR and ncols == nv * 16:
                 c_addr = out2.ctypes.data + (row0 * n + col0) * 4
                 r_addr = res2.ctypes.data + (row0 * n + col0) * 4 if res_mode != 0 else bias_addr
-                tile_f32(a_addr, k, b_addr, NR, k, c_addr, n, bias_addr, r_addr, n,
-                         klo, khi, kflags)  # fmt: skip
+                tile_nv(nv, a_addr, k, b_addr, NR, k, c_addr, n, bias_addr, r_addr, n,
+                        klo, khi, kflags, 0)  # fmt: skip
                 if post:
-                    _finish_tile(out2, row0, MR, col0, NR, res2, act, res_mode)
+                    _finish_tile(out2, row0, MR, col0, ncols, res2, act, res_mode)
             else:
-                tile_f32(a_addr, k, b_addr, NR, k, tmp.ctypes.data, NR, bias_addr, bias_addr, 0,
-                         _NEG_INF, _POS_INF, 0)  # fmt: skip
+                tile_nv(nv, a_addr, k, b_addr, NR, k, tmp.ctypes.data, NR, bias_addr, bias_addr, 0,
+                        _NEG_INF, _POS_INF, 0, 0)  # fmt: skip
                 _store_edge(tmp, out2, row0, nrows, col0, ncols, res2, lo, hi, act, res_mode)

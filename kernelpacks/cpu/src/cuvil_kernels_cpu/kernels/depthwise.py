@@ -11,11 +11,10 @@ rows ``(n, oh)`` are the parallel items.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
 from cuvil_kernels_cpu.kernels import mathf
+from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import kernel
-from cuvil_kernels_cpu.kernels.microkernel import RES_AFTER, RES_BEFORE
 
 
 def pack_depthwise(weight: np.ndarray) -> np.ndarray:
@@ -24,14 +23,18 @@ def pack_depthwise(weight: np.ndarray) -> np.ndarray:
 
 
 @kernel
-def depthwise(x, w, bias, res, out, geom, lo, hi, act, res_mode):  # type: ignore[no-untyped-def]
+def depthwise(x, w, bias, res, out, geom, lo, hi, act, res_mode, work):  # type: ignore[no-untyped-def]
     """out[n, p, q, c] = epilogue(bias[c] + sum_{i,j} x[n, p*sh - pt + i*dh, q*sw - pl + j*dw, c]
     * w[i, j, c]) over the taps inside x; ``geom`` = (KH, KW, sh, sw, pt, pl, dh, dw)."""
     n, oh, ow, c = out.shape
     h, wd = x.shape[1], x.shape[2]
     kh, kw, sh, sw = geom[0], geom[1], geom[2], geom[3]
     pt, pl, dh, dw = geom[4], geom[5], geom[6], geom[7]
-    for item in prange(n * oh):
+    n_items = n * oh
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
         b = item // oh
         p = item % oh
         acc = np.empty(c, np.float32)
@@ -48,12 +51,6 @@ def depthwise(x, w, bias, res, out, geom, lo, hi, act, res_mode):  # type: ignor
                         continue
                     for ch in range(c):
                         acc[ch] += x[b, iy, ix, ch] * w[i, j, ch]
-            for ch in range(c):
-                v = acc[ch] + bias[ch]
-                if res_mode == RES_BEFORE:
-                    v += res[b, p, q, ch]
-                v = mathf.clamp_f32(v, lo, hi)
-                v = mathf.activate(v, act)
-                if res_mode == RES_AFTER:
-                    v += res[b, p, q, ch]
-                out[b, p, q, ch] = v
+            dst = out[b, p, q]
+            r = res[b, p, q] if res_mode != 0 else dst
+            mathf.epilogue_row(acc, bias, r, dst, lo, hi, act, res_mode)

@@ -19,11 +19,18 @@ computed into a small buffer and copied with the same epilogue.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
 from cuvil_kernels_cpu.kernels import mathf
+from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import MR, NR, kernel, serial_kernel
-from cuvil_kernels_cpu.kernels.microkernel import RES_AFTER, RES_BEFORE, tile_f32
+from cuvil_kernels_cpu.kernels.microkernel import (
+    RES_AFTER,
+    RES_BEFORE,
+    tile_f32_1,
+    tile_f32_2,
+    tile_f32_3,
+    tile_f32_4,
+)
 
 #: res_mode values
 RES_NONE = 0
@@ -31,9 +38,8 @@ RES_NONE = 0
 _NEG_INF = np.float32(-np.inf)
 _POS_INF = np.float32(np.inf)
 
-#: Bytes an item's A block and B panels may use (they should stay in the 2 MB L2 together).
-A_BLOCK_BYTES = 192 * 1024
-B_GROUP_BYTES = 768 * 1024
+#: Bytes an item's A block, and its group of B panels, may use (each should stay in L2).
+L2_BLOCK = 1 << 20
 
 
 def pack_weights(w_kn: np.ndarray, groups: int = 1) -> np.ndarray:
@@ -64,81 +70,159 @@ def conv_weight_kn(weight: np.ndarray, groups: int) -> np.ndarray:
     return np.ascontiguousarray(w.transpose(0, 3, 4, 2, 1)).reshape(groups, kh * kw * cg, -1)
 
 
-def plan_items(m: int, k: int, npanels: int, threads: int) -> tuple[int, int]:
-    """(row tiles per item, panels per item): blocks that fit L2, and enough items to share
-    among ``threads`` (more than one item per thread evens out the tail)."""
-    tiles = -(-m // MR)
-    mb = max(1, min(tiles, A_BLOCK_BYTES // max(1, MR * k * 4)))
-    pg = max(1, min(npanels, B_GROUP_BYTES // max(1, k * NR * 4)))
-    want = 1 if threads <= 1 else 3 * threads
-    while -(-tiles // mb) * -(-npanels // pg) < want and (mb > 1 or pg > 1):
-        if mb > 1 and (mb >= 4 or pg == 1):
-            mb = (mb + 1) // 2
-        else:
-            pg = (pg + 1) // 2
-    return mb, pg
+def plan_items(m: int, k: int, npanels: int, threads: int, elem: int = 4,
+               nr: int = NR, mr: int = MR) -> tuple[int, int]:  # fmt: skip
+    """(row tiles per item, panels per item) that minimize memory traffic.
+
+    An item reads its A block once per panel group and its B panels once per row block, so the
+    traffic is ``n_row_blocks * |B| + n_panel_groups * |A|``; blocks must fit L2 (about 1 MB
+    each) and there must be work for every thread (two items per thread when there are
+    several, so a late thread finds some left). ``elem``: bytes per element (1 for int8)."""
+    tiles = -(-m // mr)
+    if tiles == 0 or npanels == 0:
+        return 1, max(1, npanels)
+    a_bytes, b_bytes = m * k * elem, k * npanels * nr * elem
+    want = 1 if threads <= 1 else 2 * threads
+    mb_max = max(1, L2_BLOCK // max(1, mr * k * elem))
+    best: tuple[float, int, int] | None = None
+    for n_pg in range(1, npanels + 1):
+        pg = -(-npanels // n_pg)
+        n_pg = -(-npanels // pg)
+        if pg > 1 and pg * k * nr * elem > L2_BLOCK:
+            continue
+        n_mb = -(-tiles // mb_max)
+        if n_mb * n_pg < want:
+            n_mb = min(tiles, -(-want // n_pg))
+        mb = -(-tiles // n_mb)
+        n_mb = -(-tiles // mb)
+        cost = n_mb * b_bytes + n_pg * a_bytes + (0 if n_mb * n_pg >= want else 1e18)
+        if best is None or cost < best[0]:
+            best = (cost, mb, pg)
+    assert best is not None
+    return best[1], best[2]
+
+
+@kernel
+def pad_nhwc(x, out, pt, pl, work):  # type: ignore[no-untyped-def]
+    """out = x zero-padded by ``pt`` rows on top and ``pl`` columns on the left (and up to out's
+    size at the bottom and right), NHWC; rows (n, y) of out are the items."""
+    n, hp, wp, c = out.shape
+    h, w = x.shape[1], x.shape[2]
+    n_items = n * hp
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
+        b = item // hp
+        y = item % hp
+        iy = y - pt
+        for xx in range(wp):
+            ix = xx - pl
+            if 0 <= iy < h and 0 <= ix < w:
+                for ch in range(c):
+                    out[b, y, xx, ch] = x[b, iy, ix, ch]
+            else:
+                for ch in range(c):
+                    out[b, y, xx, ch] = 0.0
+
+
+@kernel
+def im2col(x, cols, geom, oh, ow, work):  # type: ignore[no-untyped-def]
+    """cols[M, K] = the im2col rows of x (one group), in blocks of 64 rows (the items)."""
+    m = cols.shape[0]
+    n_items = (m + 63) // 64
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
+        r0 = item * 64
+        _gather_rows(x, cols[r0 : min(m, r0 + 64)], r0, min(64, m - r0), 0, geom, oh, ow)
 
 
 @serial_kernel
 def _gather_rows(x, a, r0, rows, g, geom, oh, ow):  # type: ignore[no-untyped-def]
-    """im2col rows ``r0 .. r0 + rows`` of group ``g`` into ``a`` (zeros for padding)."""
+    """im2col rows ``r0 .. r0 + rows`` of group ``g`` into ``a`` (zeros for padding; rows
+    past ``rows`` zeroed). A kernel row whose taps all lie inside ``x`` is one contiguous copy
+    of ``KW * Cg`` values when dilation is 1 and there is one group (flat indices throughout,
+    so the copies vectorize)."""
     kh, kw, sh, sw = geom[0], geom[1], geom[2], geom[3]
     pt, pl, dh, dw = geom[4], geom[5], geom[6], geom[7]
-    h, w = x.shape[1], x.shape[2]
-    cg = a.shape[1] // (kh * kw)
+    h, w, ctot = x.shape[1], x.shape[2], x.shape[3]
+    kk = a.shape[1]
+    cg = kk // (kh * kw)
     c0 = g * cg
+    run = kw * cg
+    contiguous = dw == 1 and cg == ctot
+    xf = x.reshape(x.size)
+    af = a.reshape(a.size)
     for r in range(rows):
         q = r0 + r
         n = q // (oh * ow)
         p = q % (oh * ow)
         y0 = (p // ow) * sh - pt
         x0 = (p % ow) * sw - pl
-        col = 0
+        inside_x = x0 >= 0 and x0 + (kw - 1) * dw < w
         for i in range(kh):
             iy = y0 + i * dh
-            for j in range(kw):
-                ix = x0 + j * dw
-                if 0 <= iy < h and 0 <= ix < w:
-                    for c in range(cg):
-                        a[r, col + c] = x[n, iy, ix, c0 + c]
-                else:
-                    for c in range(cg):
-                        a[r, col + c] = 0.0
-                col += cg
-    for r in range(rows, a.shape[0]):
-        for c in range(a.shape[1]):
-            a[r, c] = 0.0
+            dst = r * kk + i * run
+            drow = af[dst : dst + run]  # views indexed from 0 vectorize (see mathf.activate_block)
+            if iy < 0 or iy >= h:
+                for c in range(run):
+                    drow[c] = 0.0
+            elif inside_x and contiguous:
+                src = ((n * h + iy) * w + x0) * ctot
+                srow = xf[src : src + run]
+                for c in range(run):
+                    drow[c] = srow[c]
+            else:
+                for j in range(kw):
+                    ix = x0 + j * dw
+                    d = drow[j * cg : (j + 1) * cg]
+                    if 0 <= ix < w:
+                        src = ((n * h + iy) * w + ix) * ctot + c0
+                        srow = xf[src : src + cg]
+                        for c in range(cg):
+                            d[c] = srow[c]
+                    else:
+                        for c in range(cg):
+                            d[c] = 0.0
+    tail = af[rows * kk :]
+    for c in range(tail.size):
+        tail[c] = 0.0
+
+
+@serial_kernel
+def tile_nv(nv, a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init):  # type: ignore[no-untyped-def]
+    """The register tile with ``nv`` column vectors (a narrower last panel: 16, 32, 48)."""
+    if nv >= 4:
+        tile_f32_4(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+    elif nv == 3:
+        tile_f32_3(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+    elif nv == 2:
+        tile_f32_2(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+    else:
+        tile_f32_1(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
 
 
 @serial_kernel
 def _finish_tile(out2, row0, nrows, col0, ncols, res2, act, res_mode):  # type: ignore[no-untyped-def]
     """The non-clamp activation (and a residual added after it) over a stored tile."""
-    for i in range(nrows):
-        for j in range(ncols):
-            v = mathf.activate(out2[row0 + i, col0 + j], act)
-            if res_mode == RES_AFTER:
-                v += res2[row0 + i, col0 + j]
-            out2[row0 + i, col0 + j] = v
+    mathf.activate_block(out2, row0, nrows, col0, ncols, res2, act, res_mode == RES_AFTER)
 
 
 @serial_kernel
 def _store_edge(tmp, out2, row0, nrows, col0, ncols, res2, lo, hi, act, res_mode):  # type: ignore[no-untyped-def]
     """Copy the valid part of a tile computed into ``tmp`` (bias already added) with the
     epilogue: residual, clamp or activation, residual, in the order of ``res_mode``."""
+    zero = np.zeros(ncols, np.float32)
     for i in range(nrows):
-        for j in range(ncols):
-            v = tmp[i, j]
-            if res_mode == RES_BEFORE:
-                v += res2[row0 + i, col0 + j]
-            v = mathf.clamp_f32(v, lo, hi)
-            v = mathf.activate(v, act)
-            if res_mode == RES_AFTER:
-                v += res2[row0 + i, col0 + j]
-            out2[row0 + i, col0 + j] = v
+        dst = out2[row0 + i, col0 : col0 + ncols]
+        r = res2[row0 + i, col0 : col0 + ncols] if res_mode != RES_NONE else dst
+        mathf.epilogue_row(tmp[i, :ncols], zero, r, dst, lo, hi, act, res_mode)
 
 
 @kernel
-def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg):  # type: ignore[no-untyped-def]
+def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg, work):  # type: ignore[no-untyped-def]
     """out[N, OH, OW, O] = epilogue(conv(x[N, H, W, C], weights) + bias) (module docstring).
 
     ``geom`` = (KH, KW, sh, sw, pt, pl, dh, dw); ``direct``: read A rows from ``x`` itself
@@ -166,7 +250,11 @@ def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg
         # a residual after it are applied over the stored tile.
         kflags = RES_BEFORE if res_mode == RES_BEFORE else 0
         klo, khi = _NEG_INF, _POS_INF
-    for item in prange(n_mb * n_pg * groups):
+    n_items = n_mb * n_pg * groups
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
         g = item // (n_mb * n_pg)
         rest = item % (n_mb * n_pg)
         bm = rest // n_pg
@@ -188,6 +276,7 @@ def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg
             ncols = min(NR, og - p * NR)
             b_addr = wp[g, p].ctypes.data
             bias_addr = bias.ctypes.data + (g * npanels + p) * NR * 4
+            nv = (ncols + 15) // 16
             for t in range(t1 - t0):
                 row0 = r0 + t * MR
                 nrows = min(MR, m - row0)
@@ -198,14 +287,14 @@ def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg
                         for c in range(k):
                             abuf[i, c] = x2[row0 + i, c] if i < nrows else 0.0
                     a_tile = abuf.ctypes.data
-                if nrows == MR and ncols == NR:
+                if nrows == MR and ncols == nv * 16:
                     c_addr = out_addr + (row0 * o + col0) * 4
                     r_addr = res_addr + (row0 * o + col0) * 4 if res_mode != RES_NONE else bias_addr
-                    tile_f32(a_tile, k, b_addr, NR, k, c_addr, o, bias_addr, r_addr, o,
-                             klo, khi, kflags)  # fmt: skip
+                    tile_nv(nv, a_tile, k, b_addr, NR, k, c_addr, o, bias_addr, r_addr, o,
+                            klo, khi, kflags, 0)  # fmt: skip
                     if post:
-                        _finish_tile(out2, row0, MR, col0, NR, res2, act, res_mode)
+                        _finish_tile(out2, row0, MR, col0, ncols, res2, act, res_mode)
                 else:
-                    tile_f32(a_tile, k, b_addr, NR, k, tmp.ctypes.data, NR, bias_addr, bias_addr, 0,
-                             _NEG_INF, _POS_INF, 0)  # fmt: skip
+                    tile_nv(nv, a_tile, k, b_addr, NR, k, tmp.ctypes.data, NR, bias_addr,
+                            bias_addr, 0, _NEG_INF, _POS_INF, 0, 0)  # fmt: skip
                     _store_edge(tmp, out2, row0, nrows, col0, ncols, res2, lo, hi, act, res_mode)

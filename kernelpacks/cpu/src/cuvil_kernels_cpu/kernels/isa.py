@@ -13,7 +13,6 @@ never loaded on a different CPU.
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -21,13 +20,6 @@ import llvmlite.binding as llvm
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# Numba's OpenMP threading layer (GNU libgomp) spins its idle workers for ~300k iterations
-# between parallel regions by default. A kernel pack runs dozens of short regions per
-# inference, often on a machine shared with other work: spinning workers then steal the very
-# cores the busy ones need (measured here: ResNet-18 at 64x64 on 2 loaded cores, 111 ms with
-# the default, 5.7 ms with a short spin). A short spin keeps most of the wake-up latency win.
-# Set before the threading layer loads; a value the user set is kept.
-os.environ.setdefault("GOMP_SPINCOUNT", "1000")
 
 
 @functools.lru_cache(maxsize=1)
@@ -62,24 +54,26 @@ def describe() -> str:
 
 
 def kernel(fn: F) -> F:
-    """``numba.njit(nogil=True, parallel=True, cache=True)``: the pack's kernel decorator.
+    """``numba.njit(nogil=True, cache=True)``: the pack's kernel decorator.
 
     ``nogil``: a kernel never holds the GIL, so other Python threads (a server's request
-    handlers, a second inference) run while it computes. ``parallel``: ``prange`` loops run on
-    Numba's threading layer, sized per call by ``numba.set_num_threads`` in the calling thread.
+    handlers, a second inference, the pack's own helper threads) run while it computes.
+    Parallelism is not Numba's ``prange``: every thread of a :class:`cuvil_kernels_cpu.team.Team`
+    calls the kernel and takes items from a shared counter (:mod:`.atomics`), so a thread the OS
+    has not scheduled (a loaded machine) delays nobody -- with an OpenMP team each region waits
+    for every thread, which was measured here at 20-100x slowdowns under load.
+
     No ``fastmath``: NaN and infinity semantics must match the interpreter. ``error_model=
     "numpy"``: a float division by zero gives inf/NaN (IEEE) instead of raising, which also
     lets LLVM vectorize loops that divide.
     """
     import numba
 
-    return numba.njit(nogil=True, parallel=True, cache=True, error_model="numpy")(  # type: ignore[no-any-return]
-        fn
-    )
+    return numba.njit(nogil=True, cache=True, error_model="numpy")(fn)  # type: ignore[no-any-return]
 
 
 def serial_kernel(fn: F) -> F:
-    """Like :func:`kernel` without ``parallel`` (small helpers called from other kernels)."""
+    """Like :func:`kernel`, for small helpers called from other kernels."""
     import numba
 
     return numba.njit(nogil=True, cache=True, error_model="numpy")(fn)  # type: ignore[no-any-return]
@@ -92,7 +86,6 @@ def reduction_kernel(fn: F) -> F:
 
     return numba.njit(  # type: ignore[no-any-return]
         nogil=True,
-        parallel=True,
         cache=True,
         error_model="numpy",
         fastmath={"reassoc", "contract"},

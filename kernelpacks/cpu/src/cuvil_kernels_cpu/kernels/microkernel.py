@@ -6,17 +6,20 @@ numpy ships was measured here at about half the speed of a tile kernel on this A
 16-lane vectors of the packed B panel, broadcasts one A value per row, and does ``MR * NV``
 fused multiply-adds into accumulators that live in registers for the whole loop.
 
-``tile_f32(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags)`` (addresses and strides
-in elements; all pointers are raw addresses taken with ``arr.ctypes.data``)::
+``tile_f32(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init)`` (strides in
+elements; all pointers are raw addresses taken with ``arr.ctypes.data``)::
 
-    acc[i, j] = sum_{p < k} a[i * lda + p] * b[p * ldb + j]        i < MR, j < NR (FMA, f32)
+    acc[i, j] = init[i, j] + sum_{p < k} a[i * lda + p] * b[p * ldb + j]   i < MR, j < NR (FMA)
     v = acc + bias[j]
     v += res[i * ldr + j]             if flags & RES_BEFORE
     v = hi if v > hi else (lo if v < lo else v)    (NaN stays NaN; lo=-inf, hi=inf: identity)
     v += res[i * ldr + j]             if flags & RES_AFTER
     c[i * ldc + j] = v
 
-The clamp is two selects, not ``maxnum``/``minnum``, so NaN propagates as in ``np.maximum``.
+``init`` is 0 (start from zeros) or a contiguous ``MR x NR`` tile of partial sums, so a tile
+can be accumulated over several calls (the direct convolution's kernel rows): pass a zero
+bias and the identity clamp to all but the last. The clamp is two selects, not
+``maxnum``/``minnum``, so NaN propagates as in ``np.maximum``.
 
 ``tile_u8s8(a, lda, b, k4, c, ldc)`` is the exact int8 tile: ``a`` holds unsigned bytes (the
 int8 activation plus 128), ``b`` the signed weights packed ``[k4][NR_I8][4]``, and
@@ -76,11 +79,17 @@ def _const(n: int) -> ir.Constant:
 
 
 def _k_loop(
-    builder: ir.IRBuilder, count: ir.Value, n_acc: int, vtype: ir.VectorType, body: Any
+    builder: ir.IRBuilder,
+    count: ir.Value,
+    n_acc: int,
+    vtype: ir.VectorType,
+    body: Any,
+    start: list[ir.Value] | None = None,
 ) -> list[ir.Value]:
-    """``for p in range(count): accs = body(p, accs)`` with the accumulators in SSA registers;
-    returns the final accumulators (zeros when ``count <= 0``)."""
+    """``for p in range(count): accs = body(p, accs)`` with the accumulators in SSA registers,
+    starting from ``start`` (zeros by default); returns the final accumulators."""
     zero = ir.Constant(vtype, None)
+    init = start if start is not None else [zero] * n_acc
     pre = builder.block
     loop = builder.append_basic_block("tile_loop")
     done = builder.append_basic_block("tile_done")
@@ -89,9 +98,9 @@ def _k_loop(
     p = builder.phi(_I64)
     p.add_incoming(_const(0), pre)
     accs = []
-    for _ in range(n_acc):
+    for i in range(n_acc):
         phi = builder.phi(vtype)
-        phi.add_incoming(zero, pre)
+        phi.add_incoming(init[i], pre)
         accs.append(phi)
     new = body(p, accs)
     p_next = builder.add(p, _const(1))
@@ -102,9 +111,9 @@ def _k_loop(
     builder.cbranch(builder.icmp_signed("<", p_next, count), loop, done)
     builder.position_at_end(done)
     out = []
-    for value in new:
+    for i, value in enumerate(new):
         phi = builder.phi(vtype)
-        phi.add_incoming(zero, pre)
+        phi.add_incoming(init[i], pre)
         phi.add_incoming(value, end)
         out.append(phi)
     return out
@@ -130,16 +139,16 @@ def _when(builder: ir.IRBuilder, cond: ir.Value, values: list[ir.Value], fn: Any
     return out
 
 
-@intrinsic
-def tile_f32(  # type: ignore[no-untyped-def]
-    typingctx, a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags
-):
-    """One MR x NR float32 tile with the fused epilogue (see the module docstring)."""
-    ip, f4 = types.intp, types.float32
-    sig = types.void(ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, f4, f4, ip)
+def _tile_f32(nv: int) -> Any:
+    """The float32 tile intrinsic with ``nv`` 16-lane column vectors (1 to 4)."""
+
+    def typer(typingctx, a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init):  # type: ignore[no-untyped-def]  # noqa: E501
+        ip, f4 = types.intp, types.float32
+        sig = types.void(ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, f4, f4, ip, ip)
+        return sig, codegen
 
     def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        a_i, lda_v, b_i, ldb_v, k_v, c_i, ldc_v, bias_i, res_i, ldr_v, lo_v, hi_v, fl = args
+        a_i, lda_v, b_i, ldb_v, k_v, c_i, ldc_v, bias_i, res_i, ldr_v, lo_v, hi_v, fl, init_i = args
         fp = _F32.as_pointer()
         a0, b0 = builder.inttoptr(a_i, fp), builder.inttoptr(b_i, fp)
         fma = _fn(builder, "llvm.fma.v16f32", _VF, [_VF, _VF, _VF])
@@ -147,27 +156,36 @@ def tile_f32(  # type: ignore[no-untyped-def]
 
         def body(p: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
             boff = builder.mul(p, ldb_v)
-            bv = [_vload(builder, b0, builder.add(boff, _const(16 * j)), _VF) for j in range(NV)]
+            bv = [_vload(builder, b0, builder.add(boff, _const(16 * j)), _VF) for j in range(nv)]
             new = []
             for i in range(MR):
                 s = builder.load(builder.gep(a0, [builder.add(rows[i], p)]), align=4)
                 av = _splat(builder, s, _VF)
-                new.extend(builder.call(fma, [av, bv[j], accs[i * NV + j]]) for j in range(NV))
+                new.extend(builder.call(fma, [av, bv[j], accs[i * nv + j]]) for j in range(nv))
             return new
 
-        acc = _k_loop(builder, k_v, MR * NV, _VF, body)
+        zero = ir.Constant(_VF, None)
+        start = [zero] * (MR * nv)
+        init0 = builder.inttoptr(init_i, fp)
+
+        def load_init(vals: list[ir.Value]) -> list[ir.Value]:
+            return [_vload(builder, init0, _const(i * 16 * NV + 16 * j), _VF)
+                    for i in range(MR) for j in range(nv)]  # fmt: skip
+
+        start = _when(builder, builder.icmp_signed("!=", init_i, _const(0)), start, load_init)
+        acc = _k_loop(builder, k_v, MR * nv, _VF, body, start)
         bias0 = builder.inttoptr(bias_i, fp)
-        bvec = [_vload(builder, bias0, _const(16 * j), _VF) for j in range(NV)]
-        v = [builder.fadd(acc[i * NV + j], bvec[j]) for i in range(MR) for j in range(NV)]
+        bvec = [_vload(builder, bias0, _const(16 * j), _VF) for j in range(nv)]
+        v = [builder.fadd(acc[i * nv + j], bvec[j]) for i in range(MR) for j in range(nv)]
         r0 = builder.inttoptr(res_i, fp)
 
         def add_res(vals: list[ir.Value]) -> list[ir.Value]:
             out = []
             for i in range(MR):
                 base = builder.mul(_const(i), ldr_v)
-                for j in range(NV):
+                for j in range(nv):
                     rv = _vload(builder, r0, builder.add(base, _const(16 * j)), _VF)
-                    out.append(builder.fadd(vals[i * NV + j], rv))
+                    out.append(builder.fadd(vals[i * nv + j], rv))
             return out
 
         def has(bit: int) -> ir.Value:
@@ -181,11 +199,19 @@ def tile_f32(  # type: ignore[no-untyped-def]
         c0 = builder.inttoptr(c_i, fp)
         for i in range(MR):
             base = builder.mul(_const(i), ldc_v)
-            for j in range(NV):
-                _vstore(builder, v[i * NV + j], c0, builder.add(base, _const(16 * j)))
+            for j in range(nv):
+                _vstore(builder, v[i * nv + j], c0, builder.add(base, _const(16 * j)))
         return context.get_dummy_value()
 
-    return sig, codegen
+    return intrinsic(typer)
+
+
+tile_f32_1 = _tile_f32(1)
+tile_f32_2 = _tile_f32(2)
+tile_f32_3 = _tile_f32(3)
+tile_f32_4 = _tile_f32(4)
+#: the full-width tile (NV vectors)
+tile_f32 = (tile_f32_1, tile_f32_2, tile_f32_3, tile_f32_4)[NV - 1]
 
 
 def _dot4_portable(builder: ir.IRBuilder, acc: ir.Value, a4: ir.Value, b: ir.Value) -> ir.Value:
@@ -247,3 +273,82 @@ def tile_u8s8(typingctx, a, lda, b, k4, c, ldc):  # type: ignore[no-untyped-def]
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+def _dw_tile(pix: int, nv: int) -> Any:
+    """Depthwise tile: ``pix`` consecutive output pixels x ``nv`` channel vectors.
+
+    ``dw_tile(x, xrow, xpix, w, wtap, taps, kw, dh, dw, out, opix, bias, res, lo, hi, flags)``
+    (strides in elements, pointers already at the tile's first pixel and channel)::
+
+        acc[p, c] = sum_{t < taps} x[(t // kw) * dh * xrow + p * xpix + (t % kw) * dw * opix + c]
+                                   * w[t * wtap + c]
+        out[p * opix + c] = epilogue(acc[p, c] + bias[c])     (residual read at res + p * opix)
+
+    The input is padded (every tap exists); ``opix`` is also the channel count C of x."""
+
+    def typer(typingctx, x, xrow, xpix, w, wtap, taps, kw, dh, dw, out, opix, bias, res, lo, hi,
+              flags):  # type: ignore[no-untyped-def]  # fmt: skip
+        ip, f4 = types.intp, types.float32
+        sig = types.void(ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, f4, f4, ip)
+        return sig, codegen
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        (x_i, xrow, xpix, w_i, wtap, taps, kw, dh, dw, o_i, opix, b_i, r_i, lo_v, hi_v,
+         fl) = args  # fmt: skip
+        fp = _F32.as_pointer()
+        x0, w0 = builder.inttoptr(x_i, fp), builder.inttoptr(w_i, fp)
+        fma = _fn(builder, "llvm.fma.v16f32", _VF, [_VF, _VF, _VF])
+
+        def body(t: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
+            i = builder.sdiv(t, kw)
+            j = builder.srem(t, kw)
+            base = builder.add(builder.mul(builder.mul(i, dh), xrow),
+                               builder.mul(builder.mul(j, dw), opix))  # fmt: skip
+            woff = builder.mul(t, wtap)
+            wv = [_vload(builder, w0, builder.add(woff, _const(16 * q)), _VF) for q in range(nv)]
+            new = []
+            for p in range(pix):
+                pb = builder.add(base, builder.mul(_const(p), xpix))
+                for q in range(nv):
+                    xv = _vload(builder, x0, builder.add(pb, _const(16 * q)), _VF)
+                    new.append(builder.call(fma, [xv, wv[q], accs[p * nv + q]]))
+            return new
+
+        acc = _k_loop(builder, taps, pix * nv, _VF, body)
+        b0 = builder.inttoptr(b_i, fp)
+        bv = [_vload(builder, b0, _const(16 * q), _VF) for q in range(nv)]
+        v = [builder.fadd(acc[p * nv + q], bv[q]) for p in range(pix) for q in range(nv)]
+        r0 = builder.inttoptr(r_i, fp)
+
+        def add_res(vals: list[ir.Value]) -> list[ir.Value]:
+            out = []
+            for p in range(pix):
+                pb = builder.mul(_const(p), opix)
+                for q in range(nv):
+                    rv = _vload(builder, r0, builder.add(pb, _const(16 * q)), _VF)
+                    out.append(builder.fadd(vals[p * nv + q], rv))
+            return out
+
+        def has(bit: int) -> ir.Value:
+            return builder.icmp_signed("!=", builder.and_(fl, _const(bit)), _const(0))
+
+        v = _when(builder, has(RES_BEFORE), v, add_res)
+        lo_s, hi_s = _splat(builder, lo_v, _VF), _splat(builder, hi_v, _VF)
+        v = [builder.select(builder.fcmp_ordered("<", e, lo_s), lo_s, e) for e in v]
+        v = [builder.select(builder.fcmp_ordered(">", e, hi_s), hi_s, e) for e in v]
+        v = _when(builder, has(RES_AFTER), v, add_res)
+        o0 = builder.inttoptr(o_i, fp)
+        for p in range(pix):
+            pb = builder.mul(_const(p), opix)
+            for q in range(nv):
+                _vstore(builder, v[p * nv + q], o0, builder.add(pb, _const(16 * q)))
+        return context.get_dummy_value()
+
+    return intrinsic(typer)
+
+
+#: Output pixels per depthwise tile.
+DW_PIX = 6
+dw_tile_6_1, dw_tile_6_2, dw_tile_6_3, dw_tile_6_4 = (_dw_tile(DW_PIX, v) for v in (1, 2, 3, 4))
+dw_tile_1_1, dw_tile_1_2, dw_tile_1_3, dw_tile_1_4 = (_dw_tile(1, v) for v in (1, 2, 3, 4))

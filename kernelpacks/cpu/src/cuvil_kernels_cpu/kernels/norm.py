@@ -11,17 +11,21 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import prange
 
 from cuvil_kernels_cpu.kernels import mathf
+from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import kernel, reduction_kernel
 
 
 @reduction_kernel
-def softmax(x, out, log):  # type: ignore[no-untyped-def]
+def softmax(x, out, log, work):  # type: ignore[no-untyped-def]
     """out = softmax(x) (or log_softmax when ``log``) along axis 1 of ``[outer, L, inner]``."""
     outer, n, inner = x.shape
-    for item in prange(outer * inner):
+    n_items = outer * inner
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
         o = item // inner
         i = item % inner
         m = x[o, 0, i]
@@ -45,10 +49,14 @@ def softmax(x, out, log):  # type: ignore[no-untyped-def]
 
 
 @reduction_kernel
-def layer_norm(x, weight, bias, out, eps, has_weight, has_bias):  # type: ignore[no-untyped-def]
+def layer_norm(x, weight, bias, out, eps, has_weight, has_bias, work):  # type: ignore[no-untyped-def]
     """out[r] = (x[r] - mean) / sqrt(var + eps) * weight + bias over rows of ``[R, L]``."""
     rows, n = x.shape
-    for r in prange(rows):
+    n_items = rows
+    while True:
+        r = grab(work)
+        if r >= n_items:
+            break
         s = np.float32(0.0)
         for j in range(n):
             s += x[r, j]
@@ -68,12 +76,16 @@ def layer_norm(x, weight, bias, out, eps, has_weight, has_bias):  # type: ignore
 
 
 @kernel
-def batch_norm(x, table, out, has_weight, has_bias):  # type: ignore[no-untyped-def]
+def batch_norm(x, table, out, has_weight, has_bias, work):  # type: ignore[no-untyped-def]
     """out[r, c] = ((x[r, c] - mean[c]) * inv_std[c]) * weight[c] + bias[c] over ``[R, C]``
     (channels last); ``table`` rows are mean, inv_std, weight, bias -- the interpreter's order
     of float32 operations, so the result is bit-exact."""
     rows, c = x.shape
-    for r in prange(rows):
+    n_items = rows
+    while True:
+        r = grab(work)
+        if r >= n_items:
+            break
         for j in range(c):
             v = (x[r, j] - table[0, j]) * table[1, j]
             if has_weight:

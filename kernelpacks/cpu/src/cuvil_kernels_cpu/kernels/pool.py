@@ -10,20 +10,24 @@ windows are ``[floor(i*H/OH), ceil((i+1)*H/OH))``. Output rows ``(n, oh)`` are t
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
+from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import kernel
 
 
 @kernel
-def max_pool(x, out, geom, fill):  # type: ignore[no-untyped-def]
+def max_pool(x, out, geom, fill, work):  # type: ignore[no-untyped-def]
     """``geom`` = (KH, KW, sh, sw, pt, pl, dh, dw); ``fill`` is the padding value (-inf, or the
     integer minimum): float and integer dtypes alike."""
     n, oh, ow, c = out.shape
     h, wd = x.shape[1], x.shape[2]
     kh, kw, sh, sw = geom[0], geom[1], geom[2], geom[3]
     pt, pl, dh, dw = geom[4], geom[5], geom[6], geom[7]
-    for item in prange(n * oh):
+    n_items = n * oh
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
         b = item // oh
         p = item % oh
         acc = np.empty(c, out.dtype)
@@ -55,14 +59,18 @@ def max_pool(x, out, geom, fill):  # type: ignore[no-untyped-def]
 
 
 @kernel
-def avg_pool(x, out, geom, pads_br, count_include_pad, divisor):  # type: ignore[no-untyped-def]
+def avg_pool(x, out, geom, pads_br, count_include_pad, divisor, work):  # type: ignore[no-untyped-def]
     """Average pooling, float32; ``pads_br`` = (bottom, right); ``divisor`` > 0 overrides."""
     n, oh, ow, c = out.shape
     h, wd = x.shape[1], x.shape[2]
     kh, kw, sh, sw = geom[0], geom[1], geom[2], geom[3]
     pt, pl = geom[4], geom[5]
     pb, pr = pads_br[0], pads_br[1]
-    for item in prange(n * oh):
+    n_items = n * oh
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
         b = item // oh
         p = item % oh
         acc = np.empty(c, np.float32)
@@ -90,11 +98,15 @@ def avg_pool(x, out, geom, pads_br, count_include_pad, divisor):  # type: ignore
 
 
 @kernel
-def adaptive_avg_pool(x, out):  # type: ignore[no-untyped-def]
+def adaptive_avg_pool(x, out, work):  # type: ignore[no-untyped-def]
     """Adaptive average pooling, float32 (PyTorch's overlapping windows)."""
     n, oh, ow, c = out.shape
     h, wd = x.shape[1], x.shape[2]
-    for item in prange(n * oh):
+    n_items = n * oh
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
         b = item // oh
         p = item % oh
         acc = np.empty(c, np.float32)

@@ -18,12 +18,10 @@ with ``corr[o] = bias[o] - (128 + x_zp) * sum_k w[o, k]`` precomputed in int64.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
+from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import MR_I8, NR_I8, kernel, serial_kernel
 from cuvil_kernels_cpu.kernels.microkernel import tile_u8s8
-
-A_BLOCK_BYTES = 128 * 1024
 
 
 def pack_weights(w_kn: np.ndarray) -> np.ndarray:
@@ -46,53 +44,64 @@ def correction(w_kn: np.ndarray, bias: np.ndarray | None, x_zp: int) -> np.ndarr
 
 
 def plan_items(m: int, k: int, npanels: int, threads: int) -> tuple[int, int]:
-    tiles = -(-m // MR_I8)
-    mb = max(1, min(tiles, A_BLOCK_BYTES // max(1, MR_I8 * k)))
-    pg = npanels
-    want = 1 if threads <= 1 else 3 * threads
-    while -(-tiles // mb) * -(-npanels // pg) < want and (mb > 1 or pg > 1):
-        if mb > 1 and (mb >= 4 or pg == 1):
-            mb = (mb + 1) // 2
-        else:
-            pg = (pg + 1) // 2
-    return mb, pg
+    """As :func:`cuvil_kernels_cpu.kernels.gemm.plan_items`, for bytes and the int8 tile."""
+    from cuvil_kernels_cpu.kernels.gemm import plan_items as plan
+
+    return plan(m, k, npanels, threads, elem=1, nr=NR_I8, mr=MR_I8)
 
 
 @serial_kernel
 def _gather_u8(x, a, r0, rows, g, cg, geom, oh, ow, pad):  # type: ignore[no-untyped-def]
-    """im2col rows of group ``g`` as ``x + 128`` bytes; padding taps hold ``pad``."""
+    """im2col rows of group ``g`` as ``x + 128`` bytes; padding taps hold ``pad``. Views are
+    indexed from 0 so the copies vectorize; a kernel row inside the image with one group is
+    one contiguous run of ``KW * C`` bytes."""
     kh, kw, sh, sw = geom[0], geom[1], geom[2], geom[3]
     pt, pl, dh, dw = geom[4], geom[5], geom[6], geom[7]
-    h, w = x.shape[1], x.shape[2]
+    h, w, ctot = x.shape[1], x.shape[2], x.shape[3]
     c0 = g * cg
     kfull = a.shape[1]
+    run = kw * cg
+    contiguous = dw == 1 and cg == ctot
+    xf = x.reshape(x.size)
     for r in range(rows):
         q = r0 + r
         n = q // (oh * ow)
         p = q % (oh * ow)
         y0 = (p // ow) * sh - pt
         x0 = (p % ow) * sw - pl
-        col = 0
+        inside_x = x0 >= 0 and x0 + (kw - 1) * dw < w
+        arow = a[r]
         for i in range(kh):
             iy = y0 + i * dh
+            drow = arow[i * run : (i + 1) * run]
+            if 0 <= iy < h and inside_x and contiguous:
+                src = ((n * h + iy) * w + x0) * ctot
+                srow = xf[src : src + run]
+                for c in range(run):
+                    drow[c] = np.uint8(np.int32(srow[c]) + 128)
+                continue
             for j in range(kw):
                 ix = x0 + j * dw
+                d = drow[j * cg : (j + 1) * cg]
                 if 0 <= iy < h and 0 <= ix < w:
+                    src = ((n * h + iy) * w + ix) * ctot + c0
+                    srow = xf[src : src + cg]
                     for c in range(cg):
-                        a[r, col + c] = np.uint8(np.int32(x[n, iy, ix, c0 + c]) + 128)
+                        d[c] = np.uint8(np.int32(srow[c]) + 128)
                 else:
                     for c in range(cg):
-                        a[r, col + c] = pad
-                col += cg
-        for c in range(col, kfull):
-            a[r, c] = 0
+                        d[c] = pad
+        tail = arow[kh * run :]
+        for c in range(tail.size):
+            tail[c] = 0
     for r in range(rows, a.shape[0]):
+        arow = a[r]
         for c in range(kfull):
-            a[r, c] = 0
+            arow[c] = 0
 
 
 @kernel
-def qconv_gemm(x, wp, corr, mult, shift, out, geom, out_zp, qmin, qmax, pad, mb, pg):  # type: ignore[no-untyped-def]
+def qconv_gemm(x, wp, corr, mult, shift, out, geom, out_zp, qmin, qmax, pad, mb, pg, work):  # type: ignore[no-untyped-def]
     """out[N, OH, OW, O] (int8) = requant(qconv(x[N, H, W, C] int8)) -- module docstring.
 
     ``pad`` = x_zp + 128 (the byte padding taps hold); ``mult``/``shift`` int64 per channel."""
@@ -106,7 +115,11 @@ def qconv_gemm(x, wp, corr, mult, shift, out, geom, out_zp, qmin, qmax, pad, mb,
     n_mb = (tiles + mb - 1) // mb
     n_pg = (npanels + pg - 1) // pg
     kb = k4 * 4
-    for item in prange(groups * n_mb * n_pg):
+    n_items = groups * n_mb * n_pg
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
         g = item // (n_mb * n_pg)
         rest = item % (n_mb * n_pg)
         bm = rest // n_pg
@@ -138,14 +151,18 @@ def qconv_gemm(x, wp, corr, mult, shift, out, geom, out_zp, qmin, qmax, pad, mb,
 
 
 @kernel
-def qdepthwise(x, w, bias, mult, shift, out, geom, x_zp, out_zp, qmin, qmax):  # type: ignore[no-untyped-def]
+def qdepthwise(x, w, bias, mult, shift, out, geom, x_zp, out_zp, qmin, qmax, work):  # type: ignore[no-untyped-def]
     """Depthwise int8 conv: acc[c] = bias[c] + sum over taps inside x of (x - x_zp) * w[i, j, c]
     in int32 (padding contributes 0), then the per-channel requantization."""
     n, oh, ow, c = out.shape
     h, wd = x.shape[1], x.shape[2]
     kh, kw, sh, sw = geom[0], geom[1], geom[2], geom[3]
     pt, pl, dh, dw = geom[4], geom[5], geom[6], geom[7]
-    for item in prange(n * oh):
+    n_items = n * oh
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
         b = item // oh
         p = item % oh
         acc = np.empty(c, np.int32)

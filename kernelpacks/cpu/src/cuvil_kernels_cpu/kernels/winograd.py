@@ -21,11 +21,11 @@ figures.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
 from cuvil_kernels_cpu.kernels import mathf
+from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import MR, NR, kernel
-from cuvil_kernels_cpu.kernels.microkernel import RES_AFTER, RES_BEFORE, tile_f32
+from cuvil_kernels_cpu.kernels.microkernel import tile_f32
 
 M_OUT = 4
 ALPHA = 6
@@ -88,7 +88,7 @@ def chunk_tiles(c: int, o: int, tiles: int, threads: int) -> int:
 
 
 @kernel
-def winograd_conv(x, u, bias, res, out, pads, lo, hi, act, res_mode, tb):  # type: ignore[no-untyped-def]
+def winograd_conv(x, u, bias, res, out, pads, lo, hi, act, res_mode, tb, work):  # type: ignore[no-untyped-def]
     """out[N, OH, OW, O] = epilogue(conv3x3(x[N, H, W, C]) + bias), stride 1, ``pads`` = (pt, pl).
 
     ``u`` is :func:`transform_weights`' packing; ``tb`` tiles per item (a multiple of MR)."""
@@ -102,12 +102,17 @@ def winograd_conv(x, u, bias, res, out, pads, lo, hi, act, res_mode, tb):  # typ
     tiles = n * th * tw
     chunks = (tiles + tb - 1) // tb
     zb = _ZERO_BIAS.ctypes.data
-    for item in prange(chunks):
+    n_items = chunks
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
         t0 = item * tb
         nt = min(tb, tiles - t0)
         v = np.zeros((ALPHA * ALPHA, tb, c), np.float32)
         mm = np.empty((ALPHA * ALPHA, tb, opad), np.float32)
         d = np.empty((ALPHA, ALPHA, c), np.float32)
+        run = ALPHA * c
         tmp = np.empty((ALPHA, ALPHA, c), np.float32)
         # 1. input transform: V[xi, t, :] = (B^T d B)[xi]
         for t in range(nt):
@@ -116,26 +121,38 @@ def winograd_conv(x, u, bias, res, out, pads, lo, hi, act, res_mode, tb):  # typ
             r = tile % (th * tw)
             y0 = (r // tw) * M_OUT - pt
             x0 = (r % tw) * M_OUT - pl
+            inside = y0 >= 0 and x0 >= 0 and y0 + ALPHA <= h and x0 + ALPHA <= wd
             for i in range(ALPHA):
-                for j in range(ALPHA):
-                    iy, ix = y0 + i, x0 + j
-                    if 0 <= iy < h and 0 <= ix < wd:
-                        for ch in range(c):
-                            d[i, j, ch] = x[b, iy, ix, ch]
-                    else:
-                        for ch in range(c):
-                            d[i, j, ch] = 0.0
-            # B^T d B with the F(4x4, 3x3) rows spelled out (vectorized over channels)
-            for j in range(ALPHA):
-                for ch in range(c):
-                    d0, d1, d2 = d[0, j, ch], d[1, j, ch], d[2, j, ch]
-                    d3, d4, d5 = d[3, j, ch], d[4, j, ch], d[5, j, ch]
-                    tmp[0, j, ch] = 4.0 * d0 - 5.0 * d2 + d4
-                    tmp[1, j, ch] = -4.0 * (d1 + d2) + d3 + d4
-                    tmp[2, j, ch] = 4.0 * (d1 - d2) - d3 + d4
-                    tmp[3, j, ch] = 2.0 * (d3 - d1) - d2 + d4
-                    tmp[4, j, ch] = 2.0 * (d1 - d3) - d2 + d4
-                    tmp[5, j, ch] = 4.0 * d1 - 5.0 * d3 + d5
+                iy = y0 + i
+                di = d[i].reshape(run)
+                if inside:
+                    # an interior tile row is 6 * C contiguous input values
+                    src = x[b, iy].reshape(wd * c)[x0 * c : x0 * c + run]
+                    for e in range(run):
+                        di[e] = src[e]
+                else:
+                    for j in range(ALPHA):
+                        ix = x0 + j
+                        if 0 <= iy < h and 0 <= ix < wd:
+                            for ch in range(c):
+                                d[i, j, ch] = x[b, iy, ix, ch]
+                        else:
+                            for ch in range(c):
+                                d[i, j, ch] = 0.0
+            # B^T d B with the F(4x4, 3x3) rows spelled out: first over the 6 columns and all
+            # channels at once (flat, one long vectorized loop), then per transformed row
+            f0, f1, f2 = d[0].reshape(run), d[1].reshape(run), d[2].reshape(run)
+            f3, f4, f5 = d[3].reshape(run), d[4].reshape(run), d[5].reshape(run)
+            g0, g1, g2 = tmp[0].reshape(run), tmp[1].reshape(run), tmp[2].reshape(run)
+            g3, g4, g5 = tmp[3].reshape(run), tmp[4].reshape(run), tmp[5].reshape(run)
+            for e in range(run):
+                d0, d1, d2, d3, d4, d5 = f0[e], f1[e], f2[e], f3[e], f4[e], f5[e]
+                g0[e] = 4.0 * d0 - 5.0 * d2 + d4
+                g1[e] = -4.0 * (d1 + d2) + d3 + d4
+                g2[e] = 4.0 * (d1 - d2) - d3 + d4
+                g3[e] = 2.0 * (d3 - d1) - d2 + d4
+                g4[e] = 2.0 * (d1 - d3) - d2 + d4
+                g5[e] = 4.0 * d1 - 5.0 * d3 + d5
             for a in range(ALPHA):
                 base = a * ALPHA
                 for ch in range(c):
@@ -156,7 +173,7 @@ def winograd_conv(x, u, bias, res, out, pads, lo, hi, act, res_mode, tb):  # typ
                     a_addr = v[xi].ctypes.data + rt * MR * c * 4
                     c_addr = mm[xi].ctypes.data + (rt * MR * opad + p * NR) * 4
                     tile_f32(a_addr, c, b_addr, NR, c, c_addr, opad, zb, zb, 0,
-                             _NEG_INF, _POS_INF, 0)  # fmt: skip
+                             _NEG_INF, _POS_INF, 0, 0)  # fmt: skip
         # 3. output transform, bias and epilogue: Y = A^T M A
         s = np.empty((M_OUT, ALPHA, o), np.float32)
         y = np.empty((M_OUT, o), np.float32)
@@ -188,12 +205,6 @@ def winograd_conv(x, u, bias, res, out, pads, lo, hi, act, res_mode, tb):  # typ
                     y[3, oc] = (m1 - m2) + 8.0 * (m3 - m4) + m5
                 for bb in range(min(M_OUT, ow - ox0)):
                     ox = ox0 + bb
-                    for oc in range(o):
-                        acc = y[bb, oc] + bias[oc]
-                        if res_mode == RES_BEFORE:
-                            acc += res[b, oy, ox, oc]
-                        acc = mathf.clamp_f32(acc, lo, hi)
-                        acc = mathf.activate(acc, act)
-                        if res_mode == RES_AFTER:
-                            acc += res[b, oy, ox, oc]
-                        out[b, oy, ox, oc] = acc
+                    dst = out[b, oy, ox]
+                    r = res[b, oy, ox] if res_mode != 0 else dst
+                    mathf.epilogue_row(y[bb], bias, r, dst, lo, hi, act, res_mode)

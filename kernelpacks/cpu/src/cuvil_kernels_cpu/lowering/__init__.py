@@ -1,39 +1,32 @@
-"""The ``cpu`` pack's lowerings: a dict keyed by op name. Its keys are the coverage report.
+"""The ``cpu`` pack's lowering table: op name -> kit :class:`~cuvil_ref.plugin.kit.Lowering`.
 
-A :class:`Lowering` says which dtypes of the first input it handles, how to ``check`` the rest
-of a node (the reason to decline, or None) and how to ``build`` it: add the node's buffers and
-kernel steps to the :class:`~cuvil_kernels_cpu.lowering.context.LowerContext`.
-:func:`lower_program` runs them over a partition. Importing this package does not import numba
-(builders import the kernels when they run), so the plugin can answer ``supports_node`` cheaply.
+Its keys are the coverage report. A record says which dtypes the first input may have, how to
+``check`` the rest of a node (``check(node, cx)`` with the kit's ``CheckContext``: the reason to
+decline, or None) and how to ``lower`` it: add the node's buffers and kernel steps to the
+:class:`~cuvil_kernels_cpu.lowering.context.LowerContext`. :func:`lower_program` runs them over
+a partition. Importing this package does not import numba (lowerings import the kernels when
+they run), so the plugin answers ``supports_node`` cheaply.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from cuvil_kernels_cpu.lowering import conv, elementwise, gemm, norm_pool, quant, shape
 from cuvil_kernels_cpu.lowering.common import FLOAT
 from cuvil_kernels_cpu.lowering.context import Buf, LowerContext, Program
 from cuvil_ref.errors import CuvilError, TargetError
-from cuvil_ref.ir.graph import Graph, Node
-
-Build = Callable[[Node, LowerContext], None]
-Check = Callable[[Node, Graph], "str | None"]
-
-
-@dataclass(frozen=True)
-class Lowering:
-    """How one op runs on the pack."""
-
-    build: Build
-    dtypes: frozenset[str] = FLOAT
-    check: Check | None = None
+from cuvil_ref.ir.graph import Graph
+from cuvil_ref.plugin.kit import Lowering, no_check
 
 
 def _table(entries: Mapping[str, tuple[Any, ...]]) -> dict[str, Lowering]:
-    return {name: Lowering(*spec) for name, spec in entries.items()}
+    """Rows of ``(lower, dtypes, check or None)``."""
+    return {
+        name: Lowering(lower, dtypes, check or no_check)
+        for name, (lower, dtypes, check) in entries.items()
+    }
 
 
 LOWERINGS: dict[str, Lowering] = {
@@ -50,21 +43,6 @@ LOWERINGS: dict[str, Lowering] = {
 }
 
 
-def check_node(node: Node, graph: Graph) -> str | None:
-    """Why the pack declines ``node`` (None: it claims it)."""
-    lowering = LOWERINGS.get(node.op)
-    if lowering is None:
-        return f"op '{node.op}' has no cpu lowering"
-    for v in (*node.inputs, *node.outputs):
-        if any(isinstance(d, int) and d < 0 for d in v.type.shape):
-            return f"{node.op}: negative dims"
-    first = node.inputs[0].type.dtype.value if node.inputs else "f32"
-    if first not in lowering.dtypes:
-        accepted = ", ".join(sorted(lowering.dtypes))
-        return f"dtype {first} not supported for {node.op} (accepted: {accepted})"
-    return lowering.check(node, graph) if lowering.check else None
-
-
 def lower_program(graph: Graph, bindings: Mapping[str, int], options: Mapping[str, Any]) -> Program:
     """Lower every node of ``graph`` for one binding of its symbolic dims."""
     cx = LowerContext(graph, bindings, options)
@@ -75,7 +53,7 @@ def lower_program(graph: Graph, bindings: Mapping[str, int], options: Mapping[st
     for node in graph.nodes:
         cx.node = node
         try:
-            LOWERINGS[node.op].build(node, cx)
+            LOWERINGS[node.op].lower(node, cx)
         except CuvilError:
             raise
         except Exception as exc:
@@ -89,4 +67,4 @@ def lower_program(graph: Graph, bindings: Mapping[str, int], options: Mapping[st
     return Program(cx.bufs, cx.steps, [v.name for v in graph.inputs], outputs, cx.choices)
 
 
-__all__ = ["LOWERINGS", "Lowering", "check_node", "lower_program"]
+__all__ = ["LOWERINGS", "lower_program"]

@@ -8,13 +8,20 @@ from typing import Any
 
 import numpy as np
 
+from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Node
 
-FLOAT = frozenset({"f32", "f16", "bf16"})
-F32 = frozenset({"f32"})
-INT8 = frozenset({"i8"})
+
+def dtypes(*names: str) -> frozenset[DType]:
+    """A dtype set for a lowering record, from the IR's dtype names."""
+    return frozenset(DType(n) for n in names)
+
+
+FLOAT = dtypes("f32", "f16", "bf16")
+F32 = dtypes("f32")
+INT8 = dtypes("i8")
 #: Dtypes data-movement ops handle (numpy moves any of them).
-ANY = frozenset({"f32", "f16", "bf16", "i8", "u8", "i32", "i64", "bool"})
+ANY = dtypes("f32", "f16", "bf16", "i8", "u8", "i32", "i64", "bool")
 INF = float("inf")
 
 #: Why gelu(approximate='tanh') is declined (plain, in epilogues).
@@ -87,10 +94,6 @@ def same_dtypes(node: Node) -> str | None:
     dts = {v.type.dtype.value for v in node.inputs}
     if len(dts) > 1:
         return f"{node.op}: mixed input dtypes {sorted(dts)} not supported"
-    return None
-
-
-def static_shapes(node: Node) -> str | None:
     return None
 
 

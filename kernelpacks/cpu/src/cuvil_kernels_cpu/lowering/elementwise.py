@@ -18,10 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_kernels_cpu.lowering.common import ANY, FLOAT, GELU_TANH, INF, attr
+from cuvil_kernels_cpu.lowering.common import ANY, FLOAT, GELU_TANH, INF, attr, dtypes
 from cuvil_kernels_cpu.lowering.context import TO_NHWC, LowerContext
-from cuvil_ref.ir.graph import Graph, Node
+from cuvil_ref.ir.graph import Node
 from cuvil_ref.ops import get_op
+from cuvil_ref.plugin.kit import CheckContext
 
 BINARY_UFUNC: dict[str, Callable[..., Any]] = {
     "add": np.add,
@@ -48,7 +49,7 @@ REFERENCE_OPS = (
 CLAMPS = ("relu", "relu6", "clamp", "hardtanh")
 
 
-def check(node: Node, graph: Graph) -> str | None:
+def check(node: Node, cx: CheckContext) -> str | None:
     if node.op == "gelu" and node.attrs["approximate"] == "tanh":
         return GELU_TANH
     return None
@@ -138,7 +139,7 @@ def _reference(*arrays: Any) -> None:
         np.copyto(out, ref(*ins, **attrs), casting="unsafe")
 
 
-NUMERIC = ANY - {"bool"}
+NUMERIC = ANY - dtypes("bool")
 
 #: Reductions: the reference (numpy's own reductions, float sums in float64 as the interpreter
 #: specifies), so a model's softmax-free statistics stay inside the cpu partition.
@@ -156,7 +157,7 @@ ENTRIES: dict[str, tuple[Any, ...]] = {
     **{op: (lower, NUMERIC, None) for op in BINARY_UFUNC},
     **{op: (lower, ANY, None) for op in COMPARE_UFUNC},
     **{op: (lower, NUMERIC, None) for op in CLAMPS},
-    "where": (lower, frozenset({"bool"}), None),
+    "where": (lower, dtypes("bool"), None),
     **{op: (lower, ANY if op.startswith("logical") or op == "cast" else
             NUMERIC if op in ("neg", "abs") else FLOAT, check)
        for op in REFERENCE_OPS},

@@ -15,37 +15,38 @@ import numpy as np
 from cuvil_kernels_cpu.lowering.common import epilogue_check, epilogue_of, same_dtypes
 from cuvil_kernels_cpu.lowering.context import LowerContext
 from cuvil_kernels_cpu.lowering.conv import _packed
-from cuvil_ref.ir.graph import Graph, Node
+from cuvil_ref.ir.graph import Node
+from cuvil_ref.plugin.kit import CheckContext
 
 _GEOM_1X1 = np.array([1, 1, 1, 1, 0, 0, 1, 1], np.int64)
 
 
-def check_linear(node: Node, graph: Graph) -> str | None:
+def check_linear(node: Node, cx: CheckContext) -> str | None:
     reason = epilogue_check(node) or same_dtypes(node)
     if reason:
         return reason
     if node.inputs[0].type.rank == 0:
         return f"{node.op}: a 0-d input is not supported"
     for v in node.inputs[1:3]:
-        if v.name not in graph.constants:
+        if v.name not in cx.graph.constants:
             return f"{node.op}: weight and bias must be constants (packed at lowering)"
     return None
 
 
-def check_matmul(node: Node, graph: Graph) -> str | None:
+def check_matmul(node: Node, cx: CheckContext) -> str | None:
     a, b = node.inputs[0].type, node.inputs[1].type
     if a.rank < 2 or b.rank < 2:
         return f"{node.op}: 1-D operands not supported (both must be at least 2-D)"
     reason = epilogue_check(node) or same_dtypes(node)
     if reason:
         return reason
-    if b.rank > 2 or node.inputs[1].name not in graph.constants:
+    if b.rank > 2 or node.inputs[1].name not in cx.graph.constants:
         abatch, bbatch = tuple(a.shape[:-2]), tuple(b.shape[:-2])
         if b.rank > 2 and abatch != bbatch:
             return f"{node.op}: batch dims {abatch} and {bbatch} must be equal (no broadcasting)"
     if node.op == "fused_matmul":
         bias, n = node.inputs[2].type, b.shape[-1]
-        if node.inputs[2].name not in graph.constants:
+        if node.inputs[2].name not in cx.graph.constants:
             return "fused_matmul: the bias must be a constant"
         if bias.rank == 0 or bias.shape[-1] != n or any(d != 1 for d in bias.shape[:-1]):
             return "fused_matmul: bias must be [N] (one value per output column)"

@@ -15,7 +15,8 @@ import numpy as np
 
 from cuvil_kernels_cpu.lowering.common import FLOAT, INT8, geometry, pads4, same_dtypes
 from cuvil_kernels_cpu.lowering.context import LowerContext
-from cuvil_ref.ir.graph import Graph, Node
+from cuvil_ref.ir.graph import Node
+from cuvil_ref.plugin.kit import CheckContext
 
 
 def lower_softmax(node: Node, cx: LowerContext) -> None:
@@ -33,7 +34,7 @@ def lower_softmax(node: Node, cx: LowerContext) -> None:
     finish()
 
 
-def check_softmax(node: Node, graph: Graph) -> str | None:
+def check_softmax(node: Node, cx: CheckContext) -> str | None:
     if any(d == 0 for d in node.inputs[0].type.shape):
         return f"{node.op}: empty tensors not supported"
     return None
@@ -61,16 +62,16 @@ def lower_layer_norm(node: Node, cx: LowerContext) -> None:
     finish()
 
 
-def check_layer_norm(node: Node, graph: Graph) -> str | None:
+def check_layer_norm(node: Node, cx: CheckContext) -> str | None:
     if any(d == 0 for d in node.inputs[0].type.shape):
         return "layer_norm: empty tensors not supported"
     return same_dtypes(node)
 
 
-def check_batch_norm(node: Node, graph: Graph) -> str | None:
+def check_batch_norm(node: Node, cx: CheckContext) -> str | None:
     if node.inputs[0].type.rank not in (2, 4):
         return "batch_norm: only [N, C] and [N, C, H, W] inputs are supported"
-    if any(v.name not in graph.constants for v in node.inputs[1:]):
+    if any(v.name not in cx.graph.constants for v in node.inputs[1:]):
         return "batch_norm: mean, var, weight and bias must be constants"
     return same_dtypes(node)
 
@@ -106,7 +107,7 @@ def lower_batch_norm(node: Node, cx: LowerContext) -> None:
 # --- pooling -------------------------------------------------------------------------------
 
 
-def check_pool(node: Node, graph: Graph) -> str | None:
+def check_pool(node: Node, cx: CheckContext) -> str | None:
     if node.inputs[0].type.rank != 4:
         return f"{node.op}: only rank-4 inputs are supported"
     if any(d == 0 for d in node.inputs[0].type.shape):

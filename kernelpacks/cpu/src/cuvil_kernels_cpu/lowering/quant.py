@@ -15,15 +15,16 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_kernels_cpu.lowering.common import FLOAT, INT8, geometry
+from cuvil_kernels_cpu.lowering.common import FLOAT, INT8, dtypes, geometry
 from cuvil_kernels_cpu.lowering.context import LowerContext
 from cuvil_kernels_cpu.lowering.conv import _packed
 from cuvil_kernels_cpu.lowering.elementwise import _operands, _reference
-from cuvil_ref.ir.graph import Graph, Node
+from cuvil_ref.ir.graph import Node
 from cuvil_ref.ops import get_op
 from cuvil_ref.ops.qpool import adaptive_windows, avg_pool_windows
+from cuvil_ref.plugin.kit import CheckContext
 
-I8_I32 = frozenset({"i8", "i32"})
+I8_I32 = dtypes("i8", "i32")
 
 
 def _per_channel(values: tuple[int, ...], o: int) -> np.ndarray:
@@ -31,18 +32,18 @@ def _per_channel(values: tuple[int, ...], o: int) -> np.ndarray:
     return np.full(o, arr[0], np.int64) if arr.size == 1 else arr
 
 
-def check_qconv(node: Node, graph: Graph) -> str | None:
+def check_qconv(node: Node, cx: CheckContext) -> str | None:
     if node.inputs[0].type.rank != 4:
         return "qconv2d: only rank-4 inputs are supported"
-    if any(v.name not in graph.constants for v in node.inputs[1:]):
+    if any(v.name not in cx.graph.constants for v in node.inputs[1:]):
         return f"{node.op}: weight and bias must be constants (packed at lowering)"
     return None
 
 
-def check_qlinear(node: Node, graph: Graph) -> str | None:
+def check_qlinear(node: Node, cx: CheckContext) -> str | None:
     if node.inputs[0].type.rank == 0:
         return "qlinear: a 0-d input is not supported"
-    if any(v.name not in graph.constants for v in node.inputs[1:]):
+    if any(v.name not in cx.graph.constants for v in node.inputs[1:]):
         return "qlinear: weight and bias must be constants (packed at lowering)"
     return None
 

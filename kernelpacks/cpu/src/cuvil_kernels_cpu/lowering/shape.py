@@ -15,8 +15,9 @@ import numpy as np
 
 from cuvil_kernels_cpu.lowering.common import ANY
 from cuvil_kernels_cpu.lowering.context import TO_NHWC, LowerContext
-from cuvil_ref.ir.graph import Graph, Node
+from cuvil_ref.ir.graph import Node
 from cuvil_ref.ops import get_op
+from cuvil_ref.plugin.kit import CheckContext
 
 VIEWS = ("reshape", "flatten", "squeeze", "unsqueeze")
 
@@ -99,7 +100,7 @@ def _reference_multi(*arrays: Any) -> None:
         np.copyto(dst, r, casting="unsafe")
 
 
-def check_any(node: Node, graph: Graph) -> str | None:
+def check_any(node: Node, cx: CheckContext) -> str | None:
     return None
 
 

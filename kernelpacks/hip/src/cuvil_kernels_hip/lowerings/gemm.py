@@ -10,6 +10,7 @@ Batched matmul supports equal batch dims, a 2-D ``b`` (folded into M) and a 2-D 
 
 from __future__ import annotations
 
+from cuvil_kernels_hip.kernels import epilogue
 from cuvil_kernels_hip.kernels.conv2d import conv2d_source
 from cuvil_kernels_hip.kernels.epilogue import Epilogue
 from cuvil_kernels_hip.kernels.gemm import gemm_source
@@ -27,16 +28,16 @@ from cuvil_kernels_hip.lowerings.common import (
     storage,
 )
 from cuvil_ref.ir.graph import Node
-from cuvil_ref.ops import families
+from cuvil_ref.ops import families, fused
 from cuvil_ref.plugin.kit import CheckContext, checks
 from cuvil_ref.plugin.kit.templates import Emitter
 
 GEMM_MICRO = 4
 CONV_MICRO = 2
 #: Epilogue activations of the fused ops the hip epilogue has (clamp is not among them).
-EPILOGUE_ACTIVATIONS = ("none", "relu", "relu6", "gelu", "gelu_tanh", "silu", "hardswish")
+EPILOGUE_ACTIVATIONS = tuple(a for a in fused.ACTIVATIONS if a in epilogue.ACTIVATIONS)
 FUSED = families.FUSED_PRODUCERS
-LINEAR_OPS = ("linear", "fused_linear", "qlinear")  # weight [N, K]
+LINEAR_OPS = families.LINEARS  # weight [N, K]
 
 
 def epilogue_of(node: Node) -> Epilogue:
