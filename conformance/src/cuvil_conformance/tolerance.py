@@ -8,10 +8,10 @@ classes and the category defaults); this module turns it into a bound:
 * ``ulp:N`` -- ``|got - want| <= N * ulp(want) + N * ulp(1) * 2**-8``, ulp taken in the output
   dtype (the floor covers results near zero; transcendental results are not correctly rounded).
 * ``reduction`` -- accumulation error grows with the number K of terms per output:
-  ``|got - want| <= 2 * K * eps * max(1, max|want|) + 1 ulp(want)``.
+  ``|got - want| <= 2 * K * eps * max(1, max|want|) + 1 ulp(want) + ulp(1) * 2**-8``.
 * ``reduction+ulp:N`` -- a producer with a fused elementwise epilogue: the reduction bound plus
-  ``N`` ulp(want). Cases whose inputs make every sum exact record K = 0, which holds the result
-  to the elementwise part alone.
+  the elementwise ``ulp:N`` bound. Cases whose inputs make every sum exact record K = 0, which
+  holds the result to the elementwise part alone.
 * In every float rule NaN must be where the interpreter has NaN, and infinities must match
   exactly (sign included).
 
@@ -215,7 +215,9 @@ def _bound(w: np.ndarray, finite: np.ndarray, dtype: DType, rule: Rule, k: int) 
         return rule.ulp * ulp + rule.ulp * EPS[dtype] * 2.0**-8
     if rule.kind == "reduction":
         scale = max(1.0, float(np.max(np.abs(w[finite]))) if finite.any() else 1.0)
-        return 2.0 * k * EPS[dtype] * scale + rule.ulp * ulp
+        # The ulp term is the elementwise bound (with its floor near zero), so a fused epilogue
+        # on exactly-accumulated inputs (K = 0) is held to exactly what the activation alone is.
+        return 2.0 * k * EPS[dtype] * scale + rule.ulp * ulp + rule.ulp * EPS[dtype] * 2.0**-8
     t = rule.tolerance or Tolerance()
     bound = t.atol + t.rtol * np.abs(w)
     return np.maximum(bound, t.ulp * ulp) if t.ulp else bound
