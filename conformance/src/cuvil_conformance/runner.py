@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from cuvil_conformance.cases import Case
-from cuvil_conformance.generators import generate_cases
+from cuvil_conformance.generators import generate_cases, suite_ops
 from cuvil_conformance.tolerance import Metrics, Rule, compare, rule_for
 from cuvil_ref.interpreter import interpret
 from cuvil_ref.ops import REGISTRY
@@ -230,7 +230,7 @@ def run_suite(
         cases, missing = generate_cases(ops, quick=quick)
     else:
         missing = []
-    op_names = list(ops) if ops else REGISTRY.names()
+    op_names = list(ops) if ops else suite_ops()
     report = SuiteReport(target_info, uncovered=missing, ops=op_names)
     policy = _policy(host, spec)
     report.deviations = [
