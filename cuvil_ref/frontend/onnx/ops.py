@@ -6,6 +6,7 @@ from __future__ import annotations
 from cuvil_ref.frontend.onnx import (
     activations,
     attention,
+    control,
     conv,
     einsum,
     elementwise,
@@ -17,6 +18,7 @@ from cuvil_ref.frontend.onnx import (
     recurrent,
     reduce,
     resize,
+    scatter,
     shape,
     signal,
     tensor,
@@ -38,9 +40,11 @@ for _module in (
     quant,
     recurrent,
     resize,
+    scatter,
     signal,
     losses,
     attention,
+    control,
 ):
     for _name, _conv in _module.TABLE.items():
         if _name in TABLE:
