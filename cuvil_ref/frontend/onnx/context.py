@@ -42,6 +42,7 @@ class OnnxNode:
     domain: str = ""
     subgraphs: Mapping[str, Any] = field(default_factory=dict)
     used: tuple[bool, ...] = ()  # which outputs the graph names (an optional one may be "")
+    proto: Any = None  # the onnx.NodeProto (function bodies are built from it)
 
     def describe(self) -> str:
         shown = f"'{self.name}'" if self.name else "(unnamed)"

@@ -1,5 +1,5 @@
 """Converters for ONNX's control flow, ``If`` and ``Loop``, onto the IR's ``if`` / ``while``
-regions.
+regions, and ``Scan`` (unrolled).
 
 A condition known at import time (a constant, or folded from static shapes) is decided here:
 ``If`` inlines the chosen branch, and a ``Loop`` whose trip count and conditions fold is
@@ -264,6 +264,99 @@ def _while(
         provenance=cx.provenance(),
     )
     return list(outs[2:])
+
+
+@onnx_op(TABLE, "Scan", 8, 9, 11, 16, 19, 21, 23, 24, 25)
+def scan(cx: OnnxContext, node: OnnxNode) -> Sequence[Value]:
+    """``(state..., out_t...) = body(state..., in_t...)`` for each slice ``t`` of the scan
+    inputs along their axes (backwards where a direction is 1); the outputs stack the ``out_t``.
+    Unrolled at import time: the scanned length must be static and at most ``UNROLL_LIMIT``.
+    Scan-8 has a batch dim first (each batch element scanned along dim 1) and ``sequence_lens``
+    (which must be the full length here)."""
+    if node.version == 8:
+        return _scan8(cx, node)
+    return _scan(cx, node, [v for v in node.inputs if v is not None])
+
+
+def _scan8(cx: OnnxContext, node: OnnxNode) -> list[Value]:
+    lens = node.input(0)
+    values = [v for v in node.inputs[1:] if v is not None]
+    batch = values[0].type.shape[0]
+    if not isinstance(batch, int):
+        raise cx.error("Scan-8 needs a static batch size")
+    if lens is not None:
+        full = {v.type.shape[1] for v in values[len(values) - int(node.attr("num_scan_inputs")) :]}
+        given = {int(n) for n in np.asarray(cx.static(lens, "sequence_lens")).reshape(-1)}
+        if given != full:
+            raise cx.error(f"Scan-8 sequence_lens {sorted(given)} shorter than the inputs")
+    dirs = node.attr("directions")
+    view = OnnxNode(
+        node.op_type,
+        node.name,
+        node.inputs,
+        {**node.attrs, "scan_input_directions": dirs if dirs is not None else []},
+        node.num_outputs,
+        9,
+        node.opset,
+        node.domain,
+        node.subgraphs,
+    )
+    results = []
+    for b in range(batch):
+        part = [
+            cx.op("squeeze", [cx.op("slice", [v], axis=0, start=b, end=b + 1)], axes=(0,))
+            for v in values
+        ]
+        results.append(_scan(cx, view, part))
+    return [
+        cx.op("concat", [cx.op("unsqueeze", [r[k]], axis=0) for r in results], axis=0)
+        for k in range(len(results[0]))
+    ]
+
+
+def _scan(cx: OnnxContext, node: OnnxNode, values: list[Value]) -> list[Value]:
+    body = node.subgraphs["body"]
+    n_in = int(node.attr("num_scan_inputs"))
+    states, scanned = values[: len(values) - n_in], values[len(values) - n_in :]
+    n_out = len(body.output) - len(states)
+
+    def per(name: str, count: int, ranks: Sequence[int]) -> list[int]:
+        got = [int(v) for v in node.attr(name, [0] * count)]
+        return [a + r if a < 0 else a for a, r in zip(got, ranks)] if ranks else got
+
+    in_axes = per("scan_input_axes", n_in, [v.type.rank for v in scanned])
+    in_dirs = per("scan_input_directions", n_in, []) or [0] * n_in
+    out_dirs = per("scan_output_directions", n_out, [])
+    lengths = {v.type.shape[a] for v, a in zip(scanned, in_axes)}
+    if len(lengths) != 1 or not isinstance(next(iter(lengths)), int):
+        raise cx.error(f"Scan's inputs must share one static scanned length (got {lengths})")
+    steps = int(next(iter(lengths)))
+    if steps > UNROLL_LIMIT:
+        raise cx.error(f"Scan over {steps} steps: Cuvil unrolls at most {UNROLL_LIMIT}")
+    names = [i.name for i in body.input]
+    outs: list[list[Value]] = [[] for _ in range(n_out)]
+    for t in range(steps):
+        env = dict(cx.scope)
+        for name, v in zip(names, states):
+            env[name] = v
+        for name, v, axis, d in zip(names[len(states) :], scanned, in_axes, in_dirs):
+            at = steps - 1 - t if d else t
+            piece = cx.op("slice", [v], axis=axis, start=at, end=at + 1)
+            env[name] = cx.op("squeeze", [piece], axes=(axis,))
+        result = run_graph(cx, body, env)
+        states = result[: len(states)]
+        for k, v in enumerate(result[len(states) :]):
+            outs[k].append(v)
+    if n_out and not steps:
+        raise cx.error("Scan over 0 steps: its scan outputs would be empty")
+    out_axes = per("scan_output_axes", n_out, [outs[k][0].type.rank + 1 for k in range(n_out)])
+    stacked = []
+    for k, pieces in enumerate(outs):
+        if out_dirs[k]:
+            pieces = pieces[::-1]
+        parts = [cx.op("unsqueeze", [p], axis=out_axes[k]) for p in pieces]
+        stacked.append(parts[0] if len(parts) == 1 else cx.op("concat", parts, axis=out_axes[k]))
+    return [*states, *stacked]
 
 
 def _true(cx: OnnxContext) -> Value:

@@ -312,6 +312,7 @@ def convert_node(
         domain,
         subgraphs,
         tuple(name != "" for name in node.output),
+        node,
     )
     cx.node = view
     try:
