@@ -42,6 +42,7 @@ class OnnxNode:
     domain: str = ""
     subgraphs: Mapping[str, Any] = field(default_factory=dict)
     used: tuple[bool, ...] = ()  # which outputs the graph names (an optional one may be "")
+    proto: Any = None  # the onnx.NodeProto (function bodies are built from it)
 
     def describe(self) -> str:
         shown = f"'{self.name}'" if self.name else "(unnamed)"
@@ -82,6 +83,9 @@ class OnnxContext:
         self.graph_inputs: dict[str, str] = {}  # IR value name -> ONNX graph input name
         # IR value name -> the ONNX graph inputs it is computed from (for StaticInputError)
         self.depends: dict[str, frozenset[str]] = {}
+        # the ONNX names in scope (If/Loop subgraphs read them) and the model's opsets
+        self.scope: dict[str, Value] = {}
+        self.opsets: Mapping[str, int] = {}
 
     # -- errors -------------------------------------------------------------------------------
     def error(self, message: str) -> UnsupportedOpError:

@@ -6,9 +6,11 @@ from __future__ import annotations
 from cuvil_ref.frontend.onnx import (
     activations,
     attention,
+    control,
     conv,
     einsum,
     elementwise,
+    functions,
     generators,
     losses,
     nn,
@@ -31,6 +33,7 @@ for _module in (
     conv,
     einsum,
     elementwise,
+    functions,
     generators,
     shape,
     tensor,
@@ -43,6 +46,7 @@ for _module in (
     signal,
     losses,
     attention,
+    control,
 ):
     for _name, _conv in _module.TABLE.items():
         if _name in TABLE:
