@@ -214,3 +214,9 @@ def test_conv_transpose_3d_with_pads_and_output_padding() -> None:
         group=2,
     )
     check(node, [("x", f32(1, 4, 3, 4, 3))], ["y"], [("w", f32(4, 2, 2, 3, 2)), ("b", f32(4))])
+
+
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_det_of_batched_matrices(n: int) -> None:
+    node = helper.make_node("Det", ["x"], ["y"])
+    check(node, [("x", f32(2, 3, n, n))], ["y"], atol=1e-5)
