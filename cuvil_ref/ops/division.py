@@ -108,5 +108,6 @@ for _name, _fn, _formula in DIVISION:
             "is an error)",
             category="elementwise",
             dtypes=NUMERIC,
+            family="divide",
         )
     )

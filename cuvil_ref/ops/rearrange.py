@@ -9,6 +9,7 @@ import numpy as np
 from cuvil_ref.errors import ShapeError
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import TensorType
+from cuvil_ref.ops.grid import grid, point
 from cuvil_ref.ops.registry import Attr, OpDef, register
 from cuvil_ref.ops.shapes import normalize_axes, normalize_axis
 
@@ -43,6 +44,14 @@ register(
         reference=_flip,
         doc="y[..., i, ...] = x[..., n - 1 - i, ...] along each axis in `axes`",
         category="shape",
+        conformance=grid(
+            point(axes=(0,), shapes=((2, 3, 4),)),
+            point("negative_axes", axes=(-1, 0), shapes=((2, 3, 4),)),
+            point("empty", axes=(1, 2), shapes=((3, 0, 2),)),
+            point("no_axes", axes=(), shapes=((5,),)),
+            point("bool", axes=(1,), shapes=((3, 4),), dtypes="bool", values="bool"),
+        ),
+        torch_twin=lambda torch, x, axes: torch.flip(x, dims=axes),
     )
 )
 
@@ -91,5 +100,15 @@ register(
         doc="y[..., i] = x[..., i, ..., i + offset, ...] over axes (dim1, dim2), which are removed "
         "and replaced by one last axis of the diagonal's length (as torch.diagonal)",
         category="shape",
+        conformance=grid(
+            point(shapes=((4, 5),)),
+            point("offset", offset=2, shapes=((4, 5),)),
+            point("offset", offset=-3, shapes=((4, 5),)),
+            point("dims", dim1=-1, dim2=0, offset=1, shapes=((2, 3, 4),)),
+            point("empty", offset=5, shapes=((3, 3),)),
+        ),
+        torch_twin=lambda torch, x, offset, dim1, dim2: torch.diagonal(
+            x, offset=offset, dim1=dim1, dim2=dim2
+        ),
     )
 )

@@ -15,6 +15,7 @@ import numpy as np
 
 from cuvil_ref.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES
 from cuvil_ref.ops.elementwise import same_type
+from cuvil_ref.ops.grid import grid, point
 from cuvil_ref.ops.registry import Attr, OpDef, register
 
 
@@ -67,6 +68,13 @@ register(
         "a scaled value that overflows gives inf or NaN, as PyTorch)",
         category="elementwise",
         dtypes=FLOAT_DTYPES,
+        conformance=grid(
+            point(),
+            point("decimals", decimals=2),
+            point("decimals", decimals=-1),
+            # exact halfway points: ties go to the even neighbour
+            point("tie", shapes=((5, 8),), values="ties:1.0"),
+        ),
     )
 )
 

@@ -14,6 +14,7 @@ from cuvil_ref.errors import ShapeError
 from cuvil_ref.ir.dtypes import ALL_DTYPES, DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import TensorType
+from cuvil_ref.ops.grid import grid, point
 from cuvil_ref.ops.registry import Attr, OpDef, register
 from cuvil_ref.ops.shapes import normalize_axis
 
@@ -58,5 +59,20 @@ register(
         "accumulate in f64 and round each partial sum to x's dtype",
         category="reduction",
         dtypes=ALL_DTYPES,
+        family="scan",
+        conformance=grid(
+            point("axis", axis=1, shapes=((2, 3, 4),)),
+            point("axis", axis=0, shapes=((7,),)),
+            point("axis", axis=-1, shapes=((3, 5),)),
+            point("dtype", axis=1, shapes=((3, 6),), dtypes="f16"),
+            point("dtype", axis=0, shapes=((5, 3),), dtypes="i32"),
+            point("dtype", axis=1, shapes=((3, 6),), dtypes="u8", values="full"),
+            point("dtype", axis=1, shapes=((3, 6),), dtypes="bool", values="bool"),
+            point("wrap", axis=1, shapes=((3, 40),), dtypes="i64", values="full"),
+            point("edge", axis=1, shapes=((4, 6),), values="edge"),
+            point("empty", axis=0, shapes=((0, 3),)),
+            point("rank0", axis=0, shapes=((),)),
+        ),
+        torch_twin=lambda torch, x, axis: torch.cumsum(x, dim=axis),
     )
 )

@@ -16,6 +16,7 @@ from cuvil_ref.errors import ShapeError
 from cuvil_ref.ir.dtypes import ALL_DTYPES, DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import TensorType
+from cuvil_ref.ops.grid import grid, point
 from cuvil_ref.ops.registry import Attr, OpDef, register
 from cuvil_ref.ops.shapes import normalize_axis
 
@@ -72,6 +73,27 @@ register(
         category="sorting",
         dtypes=ALL_DTYPES,
         num_outputs=2,
+        family="misc",
+        tolerance="exact",
+        conformance=grid(
+            point("axis", axis=-1, shapes=((3, 8),)),
+            point("axis", axis=0, descending=True, shapes=((5, 2, 3),)),
+            point("descending", axis=1, descending=True, shapes=((4, 6),)),
+            # whole numbers in [-3, 3]: every row has ties, equal elements keep their order
+            point("tie", shapes=((3, 8),), values="small"),
+            point("tie", descending=True, shapes=((3, 8),), values="small"),
+            point("tie", axis=0, descending=True, shapes=((9, 3),), dtypes="i32", values="small"),
+            point("tie", descending=True, shapes=((4, 6),), dtypes="bool", values="bool"),
+            # NaN sorts above +inf (last ascending, first descending); -0.0 equals +0.0
+            point("nan_one_operand", shapes=((4, 6),), values="nan_one:6"),
+            point("edge", shapes=((4, 6),), values="edge"),
+            point("edge", descending=True, shapes=((4, 6),), values="edge"),
+            point("rank0", axis=0, shapes=((),)),
+            point("empty", axis=1, shapes=((3, 0),)),
+        ),
+        torch_twin=lambda torch, x, axis, descending: tuple(
+            torch.sort(x, dim=axis, descending=descending, stable=True)
+        ),
     )
 )
 
@@ -114,5 +136,24 @@ register(
         category="sorting",
         dtypes=ALL_DTYPES,
         num_outputs=2,
+        family="select_k",
+        tolerance="exact",
+        conformance=grid(
+            point("axis", k=3, axis=-1, shapes=((3, 10),)),
+            point("axis", k=2, axis=1, shapes=((2, 5, 4),)),
+            point("axis", k=1, axis=0, shapes=((4, 7),)),
+            point("whole_axis", k=6, axis=0, shapes=((6,),)),
+            point("smallest", k=3, largest=False, shapes=((3, 10),)),
+            point("k0", k=0, shapes=((3, 4),)),
+            # whole numbers in [-3, 3]: every row has ties, the lower index must come first
+            point("tie", k=4, shapes=((3, 8),), values="small"),
+            point("tie", k=5, axis=0, shapes=((9, 3),), dtypes="i32", values="small"),
+            point("tie", k=4, largest=False, shapes=((3, 8),), values="small"),
+            # one NaN per row: NaN is the largest (first), not skipped
+            point("nan_one_operand", k=3, shapes=((4, 6),), values="nan_one:6"),
+            point("nan_one_operand", k=3, largest=False, shapes=((4, 6),), values="nan_one:6"),
+            point("edge", k=3, shapes=((4, 6),), values="edge"),
+            point("rank0", k=1, axis=0, shapes=((),)),
+        ),
     )
 )
