@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 from torch.export import Dim, ExportedProgram
-from torch.export.graph_signature import InputKind
+from torch.export.graph_signature import InputKind, OutputKind
 from torch.utils import _pytree as pytree
 
 from cuvil_ref.errors import CaptureError, CuvilError
@@ -143,6 +143,7 @@ def convert_program(
         args = torch.fx.node.map_arg(node.args, lambda n: env[n])
         kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
         cx.expected = node.meta.get("val")
+        cx.used_outputs = _used_outputs(node)
         if name is not None:
             convert = ATEN_TABLE.get(name)
             label = str(node.target)
@@ -177,10 +178,22 @@ def convert_program(
             first = node.args[0]
             if isinstance(first, torch.fx.Node):
                 env[first] = env[node]  # in-place ATen op: later reads see the new value
-    user_outputs = outputs[: len(ep.graph_signature.user_outputs)]
+    # Mutated buffers and inputs come first among the graph's outputs: keep the user's only.
+    kinds = [spec.kind for spec in ep.graph_signature.output_specs]
+    user_outputs = [o for o, kind in zip(outputs, kinds) if kind == OutputKind.USER_OUTPUT]
     spec = ep.call_spec.out_spec
     structure = pytree.tree_unflatten(user_outputs, spec) if spec is not None else user_outputs
     return cx, inputs, structure
+
+
+def _used_outputs(node: torch.fx.Node) -> frozenset[int] | None:
+    """The output indices of ``node`` that its users read, if all read them via ``getitem``."""
+    used = set()
+    for user in node.users:
+        if user.target is not operator.getitem or not isinstance(user.args[1], int):
+            return None
+        used.add(user.args[1])
+    return frozenset(used)
 
 
 def check_against_torch(result: Any, expected: Any) -> None:

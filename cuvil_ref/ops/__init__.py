@@ -7,18 +7,23 @@ from __future__ import annotations
 
 from cuvil_ref.ops import (  # noqa: F401  (imported to register their ops)
     activations,
+    advanced_indexing,
     comparison,
     conv,
+    conv_nd,
     elementwise,
     fused,
     indexing,
     linalg,
     normalization,
+    pool_nd,
     pooling,
     qgemm,
     qpool,
     quantized,
     reductions,
+    resample,
+    scatter,
     shape_ops,
 )
 from cuvil_ref.ops.registry import REGISTRY, REQUIRED, Attr, OpDef, OpRegistry, get_op, register

@@ -103,7 +103,7 @@ def _load_extra_generators() -> None:
     _EXTRA_LOADED = True
     import importlib
 
-    for mod in ("quantized", "fused"):
+    for mod in ("quantized", "fused", "core_aten"):
         try:
             importlib.import_module(f"cuvil_conformance.generators.{mod}")
         except ModuleNotFoundError as exc:
