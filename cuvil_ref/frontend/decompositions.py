@@ -43,6 +43,8 @@ PRESERVED: tuple[str, ...] = (
     "aten::replication_pad3d",
     # likewise: one constant-index gather per axis (frontend/aten/resample.py)
     "aten::upsample_nearest2d",
+    # F.fold: one col2im op instead of an index_put chain (frontend/aten/bags.py)
+    "aten::col2im",
 )
 
 #: Export's runtime checks: no-ops at inference (``.to(dtype)`` emits the first one).

@@ -8,6 +8,7 @@ from __future__ import annotations
 from cuvil_ref.ops import (  # noqa: F401  (imported to register their ops)
     activations,
     advanced_indexing,
+    bags,
     comparison,
     conv,
     conv_nd,
