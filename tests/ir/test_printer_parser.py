@@ -113,6 +113,24 @@ EXAMPLES: dict[str, tuple[tuple[TensorType, ...], dict[str, Any]]] = {
     "qconv2d": ((T((1, 2, 5, 5), I8), T((3, 2, 3, 3), I8), T((3,), DType.i32)), _REQ),
     "qlinear": ((T((2, 4), I8), T((3, 4), I8), T((3,), DType.i32)), _REQ),
     "qmatmul": ((T((2, 3), I8), T((3, 4), I8)), _REQ),
+    "conv3d": ((T((1, 2, 3, 4, 4)), T((3, 2, 2, 2, 2)), T((3,))), {}),
+    "conv_transpose": (
+        (T((1, 2, 4, 4)), T((2, 3, 3, 3))),
+        {"stride": (2, 2), "padding": (1, 1), "output_padding": (1, 1), "dilation": (1, 1)},
+    ),
+    "max_pool3d": ((T((1, 2, 4, 4, 4)),), {"kernel": (2, 2, 2)}),
+    "avg_pool3d": ((T((1, 2, 4, 4, 4)),), {"kernel": (2, 2, 2)}),
+    "max_pool_with_indices": ((T((1, 2, 4, 4)),), {"kernel": (2, 2)}),
+    "adaptive_avg_pool3d": ((T((1, 2, 4, 4, 4)),), {"output_size": (2, 1, 3)}),
+    "upsample_bilinear2d": ((T((1, 2, 4, 4)),), {"size": (8, 6)}),
+    "grid_sample": ((T((1, 2, 4, 4)), T((1, 3, 3, 2))), {"mode": "bicubic"}),
+    "col2im": ((T((1, 8, 9)),), {"output_size": (4, 4), "kernel": (2, 2)}),
+    "index": ((T((4, 3)), T((2,), I64)), {"axes": (0,)}),
+    "index_put": ((T((4, 3)), T((3,)), T((2,), I64)), {"axes": (0,), "accumulate": True}),
+    "masked_scatter": ((T((4, 3)), T((4, 3), BOOL), T((12,))), {}),
+    "scatter": ((T((4, 3)), T((2, 3), I64), T((2, 3))), {"axis": 0, "reduce": "sum"}),
+    "slice_scatter": ((T((4, 3)), T((2, 3))), {"axis": 0, "start": 1, "end": 3}),
+    "embedding_bag": ((T((10, 4)), T((5,), I64), T((2,), I64)), {"mode": "sum"}),
 }
 
 _SHAPES = [(2, 3), (1, 2, 4, 4), (2, 3, 4), (6,)]

@@ -58,6 +58,49 @@ def embedding_bag(
     return out, None, None, None
 
 
+def embedding_renorm(
+    cx: Converter, weight: Value, indices: Value, max_norm: float, norm_type: float
+) -> Value:
+    """``embedding(max_norm=...)``'s renormalization (functional form of ``embedding_renorm_``):
+    each row that ``indices`` references and whose p-norm exceeds ``max_norm`` is scaled by
+    ``max_norm / (norm + 1e-7)``; the scale is computed in float64, as torch does."""
+    if rank(weight) != 2:
+        raise CaptureError(f"embedding_renorm takes a 2-d weight, got {weight.type}")
+    norm = _pnorm_rows(cx, weight, float(norm_type))  # [rows, 1]
+    norm64 = cx.op("cast", [norm], dtype="f64")
+    eps = cx.constant(np.asarray(1e-7), "eps")
+    limit = cx.constant(np.asarray(float(max_norm)), "max_norm")
+    scale = cx.op(
+        "cast", [cx.op("div", [limit, cx.op("add", [norm64, eps])])], dtype=weight.type.dtype.value
+    )
+    rows = static_dim(weight, 0, "embedding_renorm")
+    flat = cx.op("reshape", [indices], shape=(-1,))
+    seen = cx.op(
+        "index_put",
+        [
+            cx.constant(np.zeros((rows, 1), bool), "seen"),
+            cx.constant(np.ones((), bool), "yes"),
+            flat,
+        ],
+        axes=(0,),
+    )
+    big = cx.op("logical_and", [seen, cx.op("gt", [norm64, limit])])
+    return cx.op("where", [big, cx.op("mul", [weight, scale]), weight])
+
+
+def _pnorm_rows(cx: Converter, w: Value, p: float) -> Value:
+    mag = cx.op("abs", [w])
+    if math.isinf(p):
+        return cx.op("amax", [mag], axes=(-1,), keepdim=True)
+    if p == 1:
+        return cx.op("sum", [mag], axes=(-1,), keepdim=True)
+    if p == 2:
+        return cx.op("sqrt", [cx.op("sum", [cx.op("mul", [mag, mag])], axes=(-1,), keepdim=True)])
+    powered = cx.op("pow", [mag, _scalar(cx, p, mag)])
+    total = cx.op("sum", [powered], axes=(-1,), keepdim=True)
+    return cx.op("pow", [total, _scalar(cx, 1.0 / p, mag)])
+
+
 def col2im(
     cx: Converter,
     x: Value,
@@ -152,6 +195,7 @@ def pdist_forward(cx: Converter, x: Value, p: float = 2.0) -> Value:
 TABLE: dict[str, Conv] = {
     "aten::_embedding_bag": embedding_bag,
     "aten::_embedding_bag_forward_only": embedding_bag,
+    "aten::embedding_renorm": embedding_renorm,
     "aten::col2im": col2im,
     "aten::_cdist_forward": cdist_forward,
     "aten::_pdist_forward": pdist_forward,
