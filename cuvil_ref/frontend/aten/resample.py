@@ -94,6 +94,12 @@ def upsample_nearest2d(cx: Converter, x: Value, *args: Any, **kwargs: Any) -> Va
 def upsample_bilinear2d(cx: Converter, x: Value, *args: Any, **kwargs: Any) -> Value:
     output_size, align, scales = _vec_or_default(args, kwargs, with_align=True)
     out, scales = _sizes("upsample_bilinear2d", x, output_size, scales)
+    if not x.type.dtype.is_float:
+        raise CaptureError(
+            f"upsample_bilinear2d of a {x.type.dtype.value} image: torch interpolates integer "
+            "images with CPU-specific fixed-point kernels (AVX2 or not), so there is no one "
+            "result to reproduce; cast the image to float first (x.float())"
+        )
     return cx.op(
         "upsample_bilinear2d",
         [x],
