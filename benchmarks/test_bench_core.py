@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import cuvil_ref as cuvil
-from cuvil_ref.compiler import compile_module
 from cuvil_ref.frontend import torch_to_cuvilir
+from cuvil_ref.lowering.compiler import compile_module
 from cuvil_ref.zoo import get_model
 
 

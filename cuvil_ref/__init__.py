@@ -42,7 +42,9 @@ __all__ = [
     "verify",
 ]
 
-_LAZY_SUBMODULES = {"torch", "frontend", "passes", "quant", "plugin", "artifacts", "zoo"}
+_LAZY_SUBMODULES = {
+    "torch", "frontend", "passes", "lowering", "quant", "plugin", "artifacts", "zoo"
+}  # fmt: skip
 
 
 def parse(text: str, constants: Any = None) -> Module:

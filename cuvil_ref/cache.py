@@ -56,7 +56,7 @@ def compile_key(module: Module, parts: dict[str, Any]) -> str:
         h.update(name.encode())
         h.update(str(arr.dtype).encode())
         h.update(repr(arr.shape).encode())
-        h.update(memoryview(arr).cast("B") if arr.flags.c_contiguous else arr.tobytes())
+        h.update(arr.data.cast("B") if arr.flags.c_contiguous else arr.tobytes())
     h.update(json.dumps(parts, sort_keys=True, default=str).encode())
     return h.hexdigest()
 

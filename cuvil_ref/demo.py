@@ -9,6 +9,7 @@ against the reference interpreter, with the simulator's cycles, latency and ener
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -19,7 +20,7 @@ from cuvil_ref.zoo import get_model
 DEMO_MODELS = (("mlp", (1, 784)), ("resnet18", (1, 3, 224, 224)))
 
 
-def _best_of(fn, repeats: int) -> float:
+def _best_of(fn: Callable[[], object], repeats: int) -> float:
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()

@@ -2,13 +2,33 @@
 
 Each error names what it is about (the op, the node and its source line, the pass, the target, the
 file) and, where one exists, what would work instead. Callers catch :class:`CuvilError`.
+
+Messages are bounded: a message longer than :data:`MAX_MESSAGE` characters keeps its head and tail
+(a hostile file must not make an error message megabytes long), and :func:`shorten` clips the
+pieces of input (names, tokens, lines) that messages quote.
 """
 
 from __future__ import annotations
 
+#: The longest message a CuvilError carries; longer ones keep their head and tail.
+MAX_MESSAGE = 4000
+
+
+def shorten(text: str, limit: int = 80) -> str:
+    """``text`` clipped to about ``limit`` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 30, 8)
+    return f"{text[: keep // 2]}...({len(text) - keep} characters)...{text[-(keep - keep // 2) :]}"
+
 
 class CuvilError(Exception):
     """Base class of all Cuvil errors."""
+
+    def __init__(self, *args: object) -> None:
+        if args and isinstance(args[0], str) and len(args[0]) > MAX_MESSAGE:
+            args = (shorten(args[0], MAX_MESSAGE), *args[1:])
+        super().__init__(*args)
 
 
 class IRError(CuvilError):
@@ -41,6 +61,10 @@ class InputError(CuvilError):
 
 class CaptureError(CuvilError):
     """A PyTorch model could not be captured (training mode, control flow, unsupported op...)."""
+
+
+class TorchExportError(CaptureError):
+    """torch.export (or its decomposition) could not trace the model; torch.fx may still."""
 
 
 class UnsupportedOpError(CaptureError):

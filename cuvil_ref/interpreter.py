@@ -59,6 +59,16 @@ def run_node(node: Node, args: Sequence[Any], bindings: Mapping[str, int]) -> tu
             f"the node declares {len(node.outputs)}"
         )
     for v, r in zip(node.outputs, results, strict=True):
+        shape = np.shape(r)
+        declared = v.type.shape
+        if len(shape) != len(declared) or any(
+            (d if isinstance(d, int) else bindings.get(d, s)) != s for d, s in zip(declared, shape)
+        ):
+            raise InterpretError(
+                f"while executing {node.describe()}: reference returned shape {list(shape)}, "
+                f"the IR says [{', '.join(str(d) for d in declared)}]"
+                + (f" with {dict(bindings)}" if bindings else "")
+            )
         if np.asarray(r).dtype != v.type.dtype.numpy:
             raise InterpretError(
                 f"while executing {node.describe()}: reference returned dtype "

@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
-# Install Cuvil's five distributions (editable) and the test tools into the current Python.
+# Install Cuvil's seven distributions (six and the example pack) (editable) and the test tools into the current Python.
 # torch is pinned: `pip install torch==2.13.0` takes the CPU build; an unpinned torch would pull a
-# multi-GB CUDA build.
+# multi-GB CUDA build. As root on Debian, also installs hipcc for the kernel compile check
+# (`bash scripts/test.sh` prints SKIP for the HIP archs where it is missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PIP="${PYTHON:-python3} -m pip"
+if ! command -v hipcc >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        (apt-get update -qq && apt-get install -y -qq hipcc >/dev/null) \
+            || echo "note: could not install hipcc; the HIP compile checks will be skipped"
+    else
+        echo "note: hipcc is not installed (apt-get install hipcc); HIP compile checks skip"
+    fi
+fi
 $PIP install --quiet --disable-pip-version-check "torch==2.13.0"
 $PIP install --quiet --disable-pip-version-check \
-    -e ".[torch,test,sign]" \
+    -e ".[torch,test,sign,serve,serve-test,jax,onnx,onnx-test]" \
     -e conformance \
     -e kernelpacks/npu_sim \
     -e kernelpacks/cuda \
-    -e kernelpacks/hip
+    -e kernelpacks/hip \
+    -e "kernelpacks/cpu[bench]" \
+    -e cuvil_ref/plugin/example_pack

@@ -9,8 +9,8 @@ import pytest
 
 import cuvil_ref as cuvil
 from cuvil_ref import cache
-from cuvil_ref.compiler import compile_module
 from cuvil_ref.ir import GraphBuilder, Module, TensorType
+from cuvil_ref.lowering.compiler import compile_module
 
 
 @pytest.fixture(autouse=True)

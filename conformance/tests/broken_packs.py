@@ -67,7 +67,9 @@ class BrokenPack:
 
 
 def _ref(node: Node, args: list[np.ndarray], **attr_changes: Any) -> list[np.ndarray]:
-    return list(run_node(node.with_attrs(**attr_changes), args, {}))
+    # the planted bug computes with other attrs than the node declares: evaluate the semantics
+    # directly (the interpreter would refuse a result of another shape)
+    return list(REGISTRY.get(node.op).evaluate(args, {**node.attrs, **attr_changes}))
 
 
 def ties_away_from_zero(node: Node, args: list[np.ndarray]) -> list[np.ndarray]:

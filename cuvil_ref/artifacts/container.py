@@ -13,23 +13,35 @@ Layout (all integers little-endian)::
 
 Reading checks the magic, the version, the header digest, every member digest, that members do
 not overlap and lie inside the file, that all padding is zero and that nothing trails the last
-member — so a flipped bit anywhere in the file is refused. Members are returned as read-only
-memory maps; nothing is ever unpickled or executed.
+member — so a flipped bit anywhere in the file is refused. The header is strict JSON
+(:mod:`~cuvil_ref.artifacts.strict_json`): every field has its JSON type, integers are bounded.
+Nothing is ever unpickled or executed.
+
+The file is read into memory once, on open, and every check and every member view works on that
+private copy; the file is not memory-mapped. So a file rewritten or truncated on disk after it was
+loaded cannot change a loaded model's weights or crash the process (a truncated memory map raises
+SIGBUS on the next access), and what was verified is what runs. The cost is resident memory equal
+to the file's size, the same as reading the weights any other way; weights are read-only numpy
+views into that copy, not a second copy.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import mmap
 import os
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cuvil_ref.errors import ArtifactFormatError, ArtifactIntegrityError, ArtifactVersionError
+from cuvil_ref.artifacts.strict_json import field, load_json
+from cuvil_ref.errors import (
+    ArtifactFormatError,
+    ArtifactIntegrityError,
+    ArtifactVersionError,
+    shorten,
+)
 
 MAGIC = b"CUVILIR\0"
 FORMAT_VERSION = 1
@@ -88,7 +100,7 @@ def write_container(path: str | Path, members: Mapping[str, bytes | memoryview])
 
 
 class Container:
-    """A verified, memory-mapped container. Use as a context manager or call ``close``."""
+    """A verified artifact read into memory. Use as a context manager or call ``close``."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
@@ -97,25 +109,25 @@ class Container:
             raise ArtifactFormatError(f"artifact file {self.path!r} does not exist")
         if p.is_dir():
             raise ArtifactFormatError(f"{self.path!r} is a directory, not an artifact")
-        with open(p, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size < _PREAMBLE.size:
-                raise ArtifactFormatError(
-                    f"{self.path!r} is truncated or not a .cuvilir file ({size} bytes)"
-                )
-            self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        self.size = size
         try:
-            self.members = self._verify()
-        except Exception:
-            self._mm.close()
-            raise
+            with open(p, "rb") as f:
+                self._data = f.read()
+        except OSError as exc:
+            raise ArtifactFormatError(f"cannot read {self.path!r}: {exc.strerror}") from None
+        self.size = len(self._data)
+        if self.size < _PREAMBLE.size:
+            raise ArtifactFormatError(
+                f"{self.path!r} is truncated or not a .cuvilir file ({self.size} bytes)"
+            )
+        self.members = self._verify()
 
     def _verify(self) -> dict[str, MemberInfo]:
-        mm, where = self._mm, self.path
-        magic, version, header_len, header_sha = _PREAMBLE.unpack_from(mm, 0)
+        data, where = self._data, self.path
+        magic, version, header_len, header_sha = _PREAMBLE.unpack_from(data, 0)
         if magic != MAGIC:
-            raise ArtifactFormatError(f"{where!r} is not a .cuvilir file (bad magic {magic!r})")
+            raise ArtifactFormatError(
+                f"{where!r} is not a .cuvilir file (bad magic {shorten(repr(magic), 40)})"
+            )
         if version != FORMAT_VERSION:
             raise ArtifactVersionError(
                 f"{where!r} has container format version {version}; this cuvil-ref reads "
@@ -124,36 +136,30 @@ class Container:
         start = _PREAMBLE.size
         if header_len > self.size - start:
             raise ArtifactFormatError(f"{where!r} is truncated (header runs past the end)")
-        header = bytes(mm[start : start + header_len])
+        header = data[start : start + header_len]
         if hashlib.sha256(header).digest() != header_sha:
             raise ArtifactIntegrityError(f"{where!r}: the header digest does not match")
-        try:
-            entries = json.loads(header)["members"]
-            infos = [
-                MemberInfo(str(e["name"]), int(e["offset"]), int(e["size"]), str(e["sha256"]))
-                for e in entries
-            ]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ArtifactFormatError(f"{where!r}: malformed header: {exc}") from None
+        infos = _member_infos(load_json(header, f"{where!r}: the container header"), where)
         cursor = start + header_len
         result: dict[str, MemberInfo] = {}
         for info in infos:
-            if info.offset < cursor or info.offset % ALIGN or info.size < 0:
-                raise ArtifactFormatError(f"{where!r}: member {info.name!r} is misplaced")
+            name = shorten(repr(info.name))
+            if info.offset < cursor or info.offset % ALIGN:
+                raise ArtifactFormatError(f"{where!r}: member {name} is misplaced")
             if info.offset + info.size > self.size:
                 raise ArtifactFormatError(
-                    f"{where!r} is truncated: member {info.name!r} needs "
+                    f"{where!r} is truncated: member {name} needs "
                     f"{info.offset + info.size} bytes, the file has {self.size}"
                 )
-            if any(mm[cursor : info.offset]):
-                raise ArtifactIntegrityError(f"{where!r}: non-zero padding before {info.name!r}")
-            digest = hashlib.sha256(mm[info.offset : info.offset + info.size]).hexdigest()
+            if any(data[cursor : info.offset]):
+                raise ArtifactIntegrityError(f"{where!r}: non-zero padding before {name}")
+            digest = hashlib.sha256(data[info.offset : info.offset + info.size]).hexdigest()
             if digest != info.sha256:
                 raise ArtifactIntegrityError(
-                    f"{where!r}: member {info.name!r} was modified (sha256 mismatch)"
+                    f"{where!r}: member {name} was modified (sha256 mismatch)"
                 )
             if info.name in result:
-                raise ArtifactFormatError(f"{where!r}: member {info.name!r} appears twice")
+                raise ArtifactFormatError(f"{where!r}: member {name} appears twice")
             result[info.name] = info
             cursor = info.offset + info.size
         if cursor != self.size:
@@ -163,25 +169,45 @@ class Container:
         return result
 
     def read(self, name: str) -> memoryview:
-        """A read-only view of member ``name`` (zero-copy)."""
+        """A read-only view of member ``name`` (no copy)."""
         try:
             info = self.members[name]
         except KeyError:
             raise ArtifactFormatError(
-                f"{self.path!r} has no member {name!r} (members: {sorted(self.members)})"
+                f"{self.path!r} has no member {name!r} "
+                f"(members: {shorten(str(sorted(self.members)), 200)})"
             ) from None
-        return memoryview(self._mm)[info.offset : info.offset + info.size]
+        return memoryview(self._data)[info.offset : info.offset + info.size]
 
     def offset_of(self, name: str) -> int:
         return self.members[name].offset
 
     def close(self) -> None:
-        # arrays may still map the file; the map then closes when they are freed
-        with contextlib.suppress(BufferError):
-            self._mm.close()
+        """Drop this container's reference to the bytes (views handed out keep them alive)."""
+        self._data = b""
 
     def __enter__(self) -> Container:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _member_infos(header: object, where: str) -> list[MemberInfo]:
+    what = f"{where!r}: the container header"
+    entries = field(header, "members", "list", what)
+    infos = []
+    for i, entry in enumerate(entries):
+        at = f"{what}: member #{i}"
+        digest = field(entry, "sha256", "str", at)
+        if len(digest) != 64:
+            raise ArtifactFormatError(f"{at}: field 'sha256' is not a 64-digit hex digest")
+        infos.append(
+            MemberInfo(
+                field(entry, "name", "str", at),
+                field(entry, "offset", "int", at),
+                field(entry, "size", "int", at),
+                digest,
+            )
+        )
+    return infos

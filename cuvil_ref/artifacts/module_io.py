@@ -8,10 +8,13 @@ Members of the container (see ``container``):
 * ``module.cuvil`` — the textual IR, every constant printed by reference.
 * ``weights.json`` — index of the weights: name, dtype, shape, byte offset into ``weights.bin``.
 * ``weights.bin`` — the raw little-endian arrays, 64-byte aligned; loaded as read-only views of
-  the memory-mapped file (no copy).
+  the file's bytes, which are read into memory once (see ``container``: a file changed on disk
+  after loading cannot change or crash a loaded model).
 * ``signature.json`` — optional Ed25519 signature of ``meta.json`` (``cuvil sign``).
 
-Loading verifies every digest and never executes code: JSON, text IR and raw arrays only.
+Loading verifies every digest and never executes code: JSON, text IR and raw arrays only. Every
+JSON member is strict (``strict_json``) and checked field by field, so a malformed file is an
+:class:`~cuvil_ref.errors.ArtifactError` that names the member and the field.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,11 +30,13 @@ from typing import Any
 import numpy as np
 
 from cuvil_ref.artifacts.container import ALIGN, Container, write_container
+from cuvil_ref.artifacts.strict_json import MAX_INT, check, field, load_json
 from cuvil_ref.errors import (
     ArtifactFormatError,
     ArtifactIntegrityError,
     ArtifactVersionError,
-    ParseError,
+    IRError,
+    shorten,
 )
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Module
@@ -38,6 +44,8 @@ from cuvil_ref.ir.graph import Module
 FORMAT = "cuvilir"
 META_VERSION = 1
 SIGNED_MEMBERS = ("module.cuvil", "weights.json", "weights.bin")
+#: numpy's own limit on the number of dimensions.
+MAX_RANK = 64
 
 
 def module_members(module: Module, extra_meta: Mapping[str, Any] | None = None) -> dict[str, bytes]:
@@ -101,65 +109,91 @@ def save_module(
 
 
 def read_meta(container: Container) -> dict[str, Any]:
-    try:
-        meta = json.loads(bytes(container.read("meta.json")))
-    except ValueError as exc:
-        raise ArtifactFormatError(f"{container.path!r}: meta.json is not JSON: {exc}") from None
+    """``meta.json``, checked: a cuvilir of a version this cuvil-ref reads, with its digests."""
+    where = f"{container.path!r}: meta.json"
+    meta = load_json(bytes(container.read("meta.json")), where)
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise ArtifactFormatError(f"{container.path!r}: meta.json does not describe a cuvilir")
+        raise ArtifactFormatError(f"{where} does not describe a cuvilir")
     if meta.get("format_version") != META_VERSION:
         raise ArtifactVersionError(
             f"{container.path!r} was written with artifact format version "
-            f"{meta.get('format_version')} by cuvil {meta.get('cuvil_version')}; this cuvil-ref "
-            f"reads version {META_VERSION}"
+            f"{shorten(repr(meta.get('format_version')), 40)} by cuvil "
+            f"{shorten(repr(meta.get('cuvil_version')), 40)}; this cuvil-ref reads version "
+            f"{META_VERSION}"
         )
+    digests = field(meta, "sha256", "object", where)
+    for name in SIGNED_MEMBERS:
+        check(digests.get(name), "str", f"{where}: sha256 of {name!r}")
     return meta
 
 
-def load_module(
-    path: str | Path, *, trusted_keys: Sequence[Any] | None = None, mmap: bool = True
-) -> Module:
-    """Load and verify an artifact. With ``trusted_keys``, refuse unsigned or wrongly signed
-    files. Weights are read-only views of the memory-mapped file (``mmap=False`` copies them)."""
-    container = Container(path)
-    meta = read_meta(container)
-    digests = meta.get("sha256", {})
+def _check_digests(container: Container, meta: Mapping[str, Any]) -> None:
     for name in SIGNED_MEMBERS:
         got = hashlib.sha256(container.read(name)).hexdigest()
-        if digests.get(name) != got:
+        if meta["sha256"][name] != got:
             raise ArtifactIntegrityError(
                 f"{container.path!r}: member {name!r} does not match the digest in meta.json"
             )
+
+
+def _read_weights(container: Container) -> dict[str, np.ndarray]:
+    """The weights as read-only views of the container's bytes, checked against the index."""
+    where = f"{container.path!r}: weights.json"
+    index = check(load_json(bytes(container.read("weights.json")), where), "list", where)
+    blob = container.read("weights.bin")
+    constants: dict[str, np.ndarray] = {}
+    for i, entry in enumerate(index):
+        at = f"{where}: entry #{i}"
+        name = field(entry, "name", "str", at)
+        at = f"{where}: weight {shorten(repr(name))}"
+        try:
+            dtype = DType(field(entry, "dtype", "str", at)).numpy.newbyteorder("<")
+        except ValueError:
+            raise ArtifactFormatError(
+                f"{at}: unknown dtype {shorten(repr(entry['dtype']), 40)}"
+            ) from None
+        dims = field(entry, "shape", "list", at)
+        if len(dims) > MAX_RANK:
+            raise ArtifactFormatError(f"{at}: rank {len(dims)} exceeds {MAX_RANK}")
+        shape = tuple(check(d, "int", f"{at}: a dimension") for d in dims)
+        off, nbytes = field(entry, "offset", "int", at), field(entry, "nbytes", "int", at)
+        count = math.prod(shape)
+        if count * dtype.itemsize != nbytes or count > MAX_INT:
+            raise ArtifactFormatError(
+                f"{at}: shape {shorten(str(list(shape)), 60)} of {dtype.name} needs "
+                f"{shorten(str(count * dtype.itemsize), 30)} bytes, the index says {nbytes}"
+            )
+        if off + nbytes > len(blob):
+            raise ArtifactFormatError(f"{at} lies outside weights.bin")
+        if name in constants:
+            raise ArtifactFormatError(f"{at} appears twice")
+        arr = np.frombuffer(blob, dtype=dtype, count=count, offset=off).reshape(shape)
+        constants[name] = arr
+    return constants
+
+
+def load_module(path: str | Path, *, trusted_keys: Sequence[Any] | None = None) -> Module:
+    """Load and verify an artifact. With ``trusted_keys``, refuse unsigned or wrongly signed
+    files. Weights are read-only views of one in-memory copy of the file (see ``container``)."""
+    container = Container(path)
+    meta = read_meta(container)
+    _check_digests(container, meta)
     if trusted_keys is not None:
         from cuvil_ref.artifacts.signing import verify_container
 
         verify_container(container, trusted_keys)
-    try:
-        index = json.loads(bytes(container.read("weights.json")))
-        blob = container.read("weights.bin")
-        constants: dict[str, np.ndarray] = {}
-        for entry in index:
-            dtype = DType(entry["dtype"]).numpy.newbyteorder("<")
-            shape = tuple(int(d) for d in entry["shape"])
-            off, nbytes = int(entry["offset"]), int(entry["nbytes"])
-            count = int(np.prod(shape)) if shape else 1
-            if off < 0 or off + nbytes > len(blob) or count * dtype.itemsize != nbytes:
-                raise ArtifactFormatError(f"weight {entry['name']!r} lies outside weights.bin")
-            arr = np.frombuffer(blob, dtype=dtype, count=count, offset=off).reshape(shape)
-            constants[str(entry["name"])] = arr if mmap else arr.copy()
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ArtifactFormatError(f"{container.path!r}: bad weights index: {exc}") from None
+    constants = _read_weights(container)
     try:
         text = bytes(container.read("module.cuvil")).decode("utf-8", errors="strict")
     except UnicodeDecodeError as exc:
         raise ArtifactFormatError(
-            f"{container.path!r}: module.cuvil is not UTF-8 text: {exc}"
+            f"{container.path!r}: module.cuvil is not UTF-8 text: {exc.reason}"
         ) from None
     from cuvil_ref.ir.parser import parse_module
 
     try:
         module = parse_module(text, constants=constants, source=f"{path}:module.cuvil")
-    except ParseError as exc:
+    except IRError as exc:  # a parse error, or a module the verifier refuses
         raise ArtifactFormatError(f"{container.path!r}: {exc}") from exc
     return module
 

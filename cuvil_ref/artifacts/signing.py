@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from cuvil_ref.artifacts.container import Container, write_container
-from cuvil_ref.errors import ArtifactIntegrityError, CuvilError
+from cuvil_ref.artifacts.strict_json import field, load_json
+from cuvil_ref.errors import ArtifactIntegrityError, CuvilError, shorten
 
 
 def _crypto() -> Any:
@@ -22,9 +23,17 @@ def _crypto() -> Any:
         from cryptography.hazmat.primitives.asymmetric import ed25519
     except ImportError:
         raise CuvilError(
-            "signing needs the 'cryptography' package: pip install 'cuvil-ref[sign]'"
+            "signatures need the 'cryptography' package (signing, and loading with trusted "
+            "keys): pip install 'cuvil-ref[sign]'"
         ) from None
     return ed25519, serialization
+
+
+def _invalid_signature() -> type[Exception]:
+    _crypto()  # the typed "install cryptography" error, before any other import of it
+    from cryptography.exceptions import InvalidSignature
+
+    return InvalidSignature
 
 
 def generate_keypair(private_path: str | Path, public_path: str | Path) -> None:
@@ -58,13 +67,18 @@ def load_public_key(key: Any) -> Any:
     if isinstance(key, ed25519.Ed25519PublicKey):
         return key
     if isinstance(key, (str, Path)):
-        key = Path(key).read_bytes()
-    if isinstance(key, bytes) and len(key) == 32:
-        return ed25519.Ed25519PublicKey.from_public_bytes(key)
+        try:
+            key = Path(key).read_bytes()
+        except OSError as exc:
+            raise CuvilError(f"cannot read trusted key {str(key)!r}: {exc.strerror}") from None
     try:
+        if isinstance(key, bytes) and len(key) == 32:
+            return ed25519.Ed25519PublicKey.from_public_bytes(key)
         pub = ser.load_pem_public_key(key)
     except (ValueError, TypeError) as exc:
-        raise CuvilError(f"trusted key is not an Ed25519 public key: {exc}") from None
+        raise CuvilError(
+            f"trusted key is not an Ed25519 public key: {shorten(str(exc), 200)}"
+        ) from None
     if not isinstance(pub, ed25519.Ed25519PublicKey):
         raise CuvilError("trusted key is not an Ed25519 public key")
     return pub
@@ -93,24 +107,28 @@ def sign_artifact(path: str | Path, private_key: str | Path) -> None:
 
 def verify_container(container: Container, trusted_keys: Sequence[Any]) -> None:
     """Raise ArtifactIntegrityError unless a trusted key signed this artifact's meta.json."""
-    from cryptography.exceptions import InvalidSignature
-
+    invalid_signature = _invalid_signature()
+    if isinstance(trusted_keys, (str, bytes, Path)):
+        trusted_keys = [trusted_keys]  # one key given without a list
+    if not trusted_keys:
+        raise CuvilError("trusted_keys is empty: give at least one public key")
     if "signature.json" not in container.members:
         raise ArtifactIntegrityError(
             f"{container.path!r} is not signed, and trusted keys were given (sign it with "
             "`cuvil sign --key KEY FILE`)"
         )
+    where = f"{container.path!r}: signature.json"
+    info = load_json(bytes(container.read("signature.json")), where)
     try:
-        info = json.loads(bytes(container.read("signature.json")))
-        sig = bytes.fromhex(info["signature"])
-    except (ValueError, KeyError, TypeError):
-        raise ArtifactIntegrityError(f"{container.path!r}: malformed signature.json") from None
+        sig = bytes.fromhex(field(info, "signature", "str", where))
+    except ValueError:
+        raise ArtifactIntegrityError(f"{where}: the signature is not hex digits") from None
     meta = bytes(container.read("meta.json"))
-    for key in trusted_keys:
+    for key in [load_public_key(k) for k in trusted_keys]:
         try:
-            load_public_key(key).verify(sig, meta)
+            key.verify(sig, meta)
             return
-        except InvalidSignature:
+        except invalid_signature:
             continue
     raise ArtifactIntegrityError(
         f"{container.path!r}: the signature does not verify with any of the "

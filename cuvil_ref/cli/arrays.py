@@ -96,7 +96,7 @@ def _batches(array: np.ndarray, t: TensorType, path: str, name: str) -> list[np.
 def write_outputs(path: str, outputs: Sequence[np.ndarray], names: Sequence[str]) -> None:
     """``.npy`` for a single output, ``.npz`` (keys = output value names) for any number."""
     if path.endswith(".npz"):
-        np.savez(path, **{n: o for n, o in zip(names, outputs)})
+        np.savez(path, **dict(zip(names, outputs)))  # type: ignore[arg-type]  # numpy stub
     elif path.endswith(".npy"):
         if len(outputs) != 1:
             raise CuvilError(

@@ -76,7 +76,7 @@ def bench_command(
     as_json: bool,
 ) -> None:
     """Benchmark a .cuvilir artifact or a model (zoo:NAME, file.py:factory, file.pt2)."""
-    from cuvil_ref.compiler import compile_module
+    from cuvil_ref.lowering.compiler import compile_module
 
     eager = None
     if is_artifact(source):

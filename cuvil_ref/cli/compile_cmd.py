@@ -135,8 +135,8 @@ def compile_command(
     no_cache: bool,
     no_profile: bool,
 ) -> None:
-    """Compile MODEL: zoo:NAME, path/file.py:factory, or a torch.export .pt2 file."""
-    from cuvil_ref.compiler import compile_module
+    """Compile MODEL: zoo:NAME, path/file.py:factory, a torch.export .pt2 file or model.onnx."""
+    from cuvil_ref.lowering.compiler import compile_module
 
     request = target_request(target, target_spec)
     options = options_dict(option_pairs)

@@ -14,7 +14,15 @@ from typing import Any
 import click
 
 from cuvil_ref import __version__
-from cuvil_ref.cli import bench_cmd, compile_cmd, inspect_cmd, pack_cmd, run_cmd, sign_cmd
+from cuvil_ref.cli import (
+    bench_cmd,
+    compile_cmd,
+    inspect_cmd,
+    pack_cmd,
+    run_cmd,
+    serve_cmd,
+    sign_cmd,
+)
 from cuvil_ref.cli import targets as targets_cmd
 from cuvil_ref.cli.render import print_error
 from cuvil_ref.errors import CuvilError
@@ -67,6 +75,8 @@ cli.add_command(sign_cmd.sign)
 cli.add_command(sign_cmd.keygen)
 cli.add_command(sign_cmd.verify_command)
 cli.add_command(pack_cmd.pack)
+cli.add_command(serve_cmd.serve_command)
+cli.add_command(serve_cmd.add_model_command)
 
 
 def main() -> None:

@@ -6,7 +6,9 @@ MODEL is one of
 * ``path/to/file.py:factory`` — the file is imported from its path and ``factory()`` must return
   an ``nn.Module`` (it is put in eval mode);
 * ``model.pt2`` — a ``torch.export`` program (``torch.export.save``); its example inputs give the
-  default shapes and it is captured through torch.export.
+  default shapes and it is captured through torch.export;
+* ``model.onnx`` — an ONNX model, imported by ``cuvil_ref.frontend.onnx_to_cuvilir``
+  (``--input-shape`` fixes sizes the model leaves symbolic, one per input in order).
 
 torch is imported only here and only when a model is loaded, so ``cuvil targets`` stays fast.
 """
@@ -35,6 +37,7 @@ class LoadedModel:
     default_shapes: tuple[tuple[int, ...], ...] = ()
     default_capture: str = "fx"
     example_inputs: tuple[Any, ...] | None = None
+    onnx_path: str | None = None  # set for an ONNX model (``model`` is then None)
 
 
 def is_artifact(path: str) -> bool:
@@ -54,6 +57,10 @@ def load_model(spec: str) -> LoadedModel:
         return _from_zoo(spec[4:])
     if spec.endswith(".pt2"):
         return _from_pt2(spec)
+    if spec.endswith(".onnx"):
+        if not Path(spec).is_file():
+            raise CuvilError(f"ONNX model file {spec!r} does not exist")
+        return LoadedModel(None, spec, default_capture="onnx", onnx_path=spec)
     path, sep, factory = spec.rpartition(":")
     if sep and path.endswith(".py") and factory.isidentifier():
         return _from_factory(path, factory)
@@ -63,8 +70,8 @@ def load_model(spec: str) -> LoadedModel:
             "FACTORY() returns the nn.Module"
         )
     raise CuvilError(
-        f"cannot tell what MODEL {spec!r} is; give zoo:NAME, path/file.py:factory or a "
-        "torch.export .pt2 file"
+        f"cannot tell what MODEL {spec!r} is; give zoo:NAME, path/file.py:factory, a "
+        "torch.export .pt2 file or an .onnx file"
     )
 
 
@@ -153,6 +160,12 @@ def capture(
 
     mode = capture_mode or loaded.default_capture
     shapes = [tuple(s) for s in input_shapes]
+    if loaded.onnx_path is not None:
+        from cuvil_ref.frontend.onnx import onnx_to_cuvilir
+
+        if dynamic_batch:
+            raise CaptureError("--dynamic-batch: an ONNX model's symbolic dims stay symbolic")
+        return onnx_to_cuvilir(loaded.onnx_path, input_shapes=shapes or None)
     if not shapes and loaded.example_inputs is not None:
         return torch_to_cuvilir(
             loaded.model,

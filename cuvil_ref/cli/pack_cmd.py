@@ -14,7 +14,7 @@ def pack() -> None:
 @click.argument("name")
 @click.option("--dest", default=".", show_default=True, help="Folder to create the project in.")
 def new(name: str, dest: str) -> None:
-    """Create a working kernel pack for target NAME (one relu kernel and a conformance test)."""
+    """Create a kernel pack for target NAME: a renamed copy of the tested example pack."""
     from cuvil_ref.plugin.scaffold import scaffold_pack
 
     root = scaffold_pack(name, dest)

@@ -50,7 +50,7 @@ def run_command(
 ) -> None:
     """Run the artifact FILE on input arrays and print each output's shape and statistics."""
     from cuvil_ref.artifacts import load_module
-    from cuvil_ref.compiler import compile_module
+    from cuvil_ref.lowering.compiler import compile_module
 
     module = load_module(file, trusted_keys=list(trusted_keys) or None)
     arrays = read_inputs(inputs, module)

@@ -5,20 +5,24 @@ tracing: call_module / call_function / call_method nodes) and ``capture="export"
 (``torch.export``: high-level ATen). Weights become constants named by their parameter path; every
 node carries provenance (torch node, module path, the user's source line).
 
-The output structure (tensor, tuple, list, dict, nested) is kept in
-``module.metadata["output_structure"]`` as a Python literal whose leaves are output indices, e.g.
-``"(0, [1, 2])"``; ``output_structure(module)`` reads it back.
+Inputs may be positional (``example_inputs``) and keyword (``example_kwargs``, e.g. an
+``attention_mask``); ``module.metadata["input_names"]`` records which forward parameter each IR
+input is, so the compiled module binds calls the way the model does. The output structure
+(tensors in tuples, lists, dicts, namedtuples, dataclasses, ModelOutputs) is recorded as
+JSON in ``module.metadata["output_structure"]`` (see ``structure.py``);
+``output_structure(module)`` reads it back.
 """
 
 from __future__ import annotations
 
-import ast
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from cuvil_ref.errors import CaptureError
+from cuvil_ref.frontend import structure
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Module, Value
 from cuvil_ref.ir.types import TensorType
@@ -38,13 +42,17 @@ def torch_to_cuvilir(
     dynamic_batch: bool = False,
     dtype: Any = None,
     name: str | None = None,
+    example_kwargs: Mapping[str, Any] | None = None,
 ) -> Module:
     """Capture ``model`` (an ``nn.Module`` in eval mode) as a verified Cuvil Module.
 
     Give either ``input_shape`` (one shape, or a list of shapes for several inputs; inputs are
-    ``dtype``, default float32) or ``example_inputs`` (a tensor or a tuple of tensors/arrays).
-    ``dynamic_dims={0: "batch"}`` makes those dims symbolic in every input (or pass a list with
-    one dict per input); ``dynamic_batch=True`` is ``{0: "batch"}``.
+    ``dtype``, default float32) or ``example_inputs`` (a tensor, a tuple of tensors/arrays, or a
+    dict of keyword inputs), and optionally ``example_kwargs`` (keyword inputs by forward
+    parameter name, e.g. ``{"attention_mask": mask}``). ``dynamic_dims={0: "batch"}`` makes those
+    dims symbolic in every input (or pass a list with one dict per input, positional inputs
+    first, then keyword inputs in the forward signature's order); ``dynamic_batch=True`` is
+    ``{0: "batch"}``.
     """
     import torch
 
@@ -58,7 +66,24 @@ def torch_to_cuvilir(
     training = [(p, type(m).__name__) for p, m in model.named_modules() if m.training]
     if training:
         raise training_mode_error(training)
-    examples = _examples(input_shape, example_inputs, dtype)
+    if isinstance(example_inputs, Mapping):
+        if example_kwargs:
+            raise CaptureError(
+                "give keyword inputs either as example_inputs={...} or example_kwargs"
+            )
+        example_inputs, example_kwargs = None, example_inputs
+        if not example_kwargs:
+            raise CaptureError("example_inputs is an empty dict; give at least one input")
+        positional: list[Any] = []
+    else:
+        positional = (
+            []
+            if example_kwargs and example_inputs is None and input_shape is None
+            else _examples(input_shape, example_inputs, dtype)
+        )
+    _check_input_count(model, len(positional), example_kwargs or {})
+    names, keyword = _input_names(model, len(positional), example_kwargs)
+    examples = positional + [keyword[k] for k in keyword]
     dynamic = _dynamic(dynamic_dims, dynamic_batch, len(examples))
     types = []
     for i, (x, dyn) in enumerate(zip(examples, dynamic)):
@@ -74,51 +99,140 @@ def torch_to_cuvilir(
     if capture == "fx":
         from cuvil_ref.frontend.fx_capture import capture_fx
 
-        cx, inputs, structure = capture_fx(model, types)
+        cx, inputs, (leaves, spec) = capture_fx(model, types, names)
     else:
         from cuvil_ref.frontend.export_capture import capture_export
 
-        cx, inputs, structure = capture_export(model, examples, types, dynamic)
-    outputs: list[Value] = []
-    literal = _encode(structure, outputs)
+        cx, inputs, (leaves, spec) = capture_export(
+            model, positional, list(keyword.values()), types, dynamic, names
+        )
+    outputs = [leaf for leaf in leaves if isinstance(leaf, Value)]
+    recorded = structure.encode(spec, list(leaves), lambda v: isinstance(v, Value))
     graph = cx.builder.build(outputs)
-    module = Module(
-        graph,
-        name=name or type(model).__name__,
-        metadata={
-            "producer": "cuvil_ref.frontend",
-            "capture": capture,
-            "torch_version": torch.__version__,
-            "output_structure": literal,
-        },
-    )
+    metadata = {
+        "producer": "cuvil_ref.frontend",
+        "capture": capture,
+        "torch_version": torch.__version__,
+        "output_structure": structure.dumps(recorded),
+    }
+    if names is not None:
+        metadata["input_names"] = json.dumps(names)
+    if cx.dim_ranges:
+        metadata["dim_ranges"] = json.dumps(cx.dim_ranges, separators=(",", ":"))
+    if cx.folded.get("nodes"):
+        metadata["folded_at_capture"] = json.dumps(cx.folded, separators=(",", ":"))
+    module = Module(graph, name=name or type(model).__name__, metadata=metadata)
     verify(module)
     return module
 
 
+def jax_to_cuvilir(fn: Any, *example_args: Any, name: str | None = None) -> Module:
+    """Capture a ``jax.numpy``/``lax`` function (see ``cuvil_ref.frontend.jax``)."""
+    from cuvil_ref.frontend.jax import jax_to_cuvilir as capture
+
+    return capture(fn, *example_args, name=name)
+
+
+def onnx_to_cuvilir(
+    path_or_model: Any,
+    input_shapes: Any = None,
+    name: str | None = None,
+    constant_inputs: Mapping[str, Any] | None = None,
+) -> Module:
+    """Import an ONNX model (path, bytes or ``onnx.ModelProto``; see
+    ``cuvil_ref.frontend.onnx``)."""
+    from cuvil_ref.frontend.onnx import onnx_to_cuvilir as import_onnx
+
+    return import_onnx(path_or_model, input_shapes, name, constant_inputs)
+
+
 def output_structure(module: Module) -> Any:
-    """The model's output structure with output indices as leaves (``0`` for one tensor)."""
-    text = module.metadata.get("output_structure")
+    """The model's output structure as recorded (see ``structure.py``): a JSON-able tree whose
+    ``{"kind": "tensor", "index": i}`` leaves are output indices."""
+    return structure.loads(module.metadata.get("output_structure"), len(module.outputs))
+
+
+def input_names(module: Module) -> list[str] | None:
+    """The forward parameter each IR input binds to, or None (inputs are positional)."""
+    text = module.metadata.get("input_names")
     if text is None:
-        return 0 if len(module.outputs) == 1 else tuple(range(len(module.outputs)))
-    return ast.literal_eval(text)
+        return None
+    names = json.loads(text)
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise CaptureError(f"the module's input_names {text[:80]!r} is malformed")
+    return names
 
 
-def _encode(structure: Any, outputs: list[Value]) -> str:
-    """Collect the Values of ``structure`` into ``outputs``; return its literal with indices."""
-    if isinstance(structure, Value):
-        outputs.append(structure)
-        return str(len(outputs) - 1)
-    if isinstance(structure, tuple):
-        items = [_encode(s, outputs) for s in structure]
-        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
-    if isinstance(structure, list):
-        return "[" + ", ".join(_encode(s, outputs) for s in structure) + "]"
-    if isinstance(structure, dict):
-        return "{" + ", ".join(f"{k!r}: {_encode(v, outputs)}" for k, v in structure.items()) + "}"
+def _input_names(
+    model: Any, n_positional: int, kwargs: Mapping[str, Any] | None
+) -> tuple[list[str] | None, dict[str, Any]]:
+    """The forward parameter name of each input (positional first, then keyword inputs in the
+    signature's order), or None when positional inputs do not map onto named parameters."""
+    import inspect
+
+    keyword = dict(kwargs or {})
+    try:
+        params = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    named = [
+        p.name
+        for p in params
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    takes_var_kw = any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params)
+    known = {p.name for p in params if p.kind != inspect.Parameter.VAR_POSITIONAL}
+    for k in keyword:
+        if k not in known and not takes_var_kw:
+            raise CaptureError(
+                f"example_kwargs names '{k}', which {type(model).__name__}.forward does not take "
+                f"(its parameters: {', '.join(p.name for p in params) or 'none'})"
+            )
+    if n_positional > len(named):
+        if keyword:
+            raise CaptureError(
+                "keyword inputs cannot follow positional inputs bound to *args; pass all inputs "
+                "positionally"
+            )
+        return None, keyword
+    names = named[:n_positional]
+    for k in keyword:
+        if k in names:
+            raise CaptureError(f"input '{k}' is given both positionally and in example_kwargs")
+    order = {p.name: i for i, p in enumerate(params)}
+    keyword = dict(sorted(keyword.items(), key=lambda kv: order.get(kv[0], len(order))))
+    for k, v in keyword.items():
+        keyword[k] = _examples(None, (v,), None)[0]
+    return names + list(keyword), keyword
+
+
+def _check_input_count(model: Any, given: int, keywords: Mapping[str, Any]) -> None:
+    """Refuse more or fewer example inputs than ``model.forward`` takes positionally (capture
+    would otherwise drop the extra ones silently)."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):  # no introspectable signature: nothing to check
+        return
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    positional = [p for p in params if p.kind in kinds]
+    required = [
+        p for p in positional if p.default is inspect.Parameter.empty and p.name not in keywords
+    ]
+    variadic = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
+    if len(required) <= given and (variadic or given <= len(positional)):
+        return
+    names = ", ".join(p.name for p in positional) + (", *args" if variadic else "")
+    takes = (
+        f"{len(required)}"
+        if len(required) == len(positional)
+        else (f"{len(required)} to {len(positional)}")
+    )
     raise CaptureError(
-        f"the model returns {type(structure).__name__} {structure!r}; Cuvil graphs return tensors "
-        "(in tuples, lists or dicts)"
+        f"{type(model).__name__}.forward({names}) takes {takes} input(s), but {given} input "
+        "shapes or example inputs were given (one per input: in the CLI, one --input-shape "
+        "per input)"
     )
 
 
@@ -184,4 +298,11 @@ def _dynamic(dynamic_dims: DynamicDims, dynamic_batch: bool, n: int) -> list[dic
     return per
 
 
-__all__ = ["CAPTURES", "output_structure", "torch_to_cuvilir"]
+__all__ = [
+    "CAPTURES",
+    "input_names",
+    "jax_to_cuvilir",
+    "onnx_to_cuvilir",
+    "output_structure",
+    "torch_to_cuvilir",
+]

@@ -122,6 +122,10 @@ class Converter:
         #: ``getitem`` users), or None when unknown -- converters of multi-output ATen ops
         #: (``max_pool2d_with_indices``, ``native_layer_norm``...) emit only what is read
         self.used_outputs: frozenset[int] | None = None
+        #: what the export path folded at capture (``capture_fold.CaptureFolder.summary``)
+        self.folded: dict[str, Any] = {}
+        #: valid range of each symbolic input dim, as torch.export inferred it
+        self.dim_ranges: dict[str, list[int | None]] = {}
         self._named_constants: dict[str, Value] = {}
 
     def wants(self, output: int) -> bool:
@@ -176,8 +180,11 @@ def to_numpy(tensor: Any) -> np.ndarray:
     if isinstance(tensor, torch.Tensor):
         t = tensor.detach().cpu()
         if t.dtype == torch.bfloat16:
-            return t.view(torch.int16).numpy().view(DType.bf16.numpy).copy()
-        return t.numpy().copy()
+            out = t.view(torch.int16).numpy().view(DType.bf16.numpy).copy()
+        else:
+            out = t.numpy().copy()
+        out.flags.writeable = False  # a private copy, frozen: the IR need not copy it again
+        return out
     return np.asarray(tensor)
 
 

@@ -63,6 +63,57 @@ NO_OPS: frozenset[str] = frozenset(
 )
 
 
+#: High-level (pre-decomposition) ops whose converters take their ATen schema faithfully. A graph
+#: made only of these, Core ATen ops and ``PRESERVED`` ops skips ``run_decompositions`` -- a
+#: second full trace that costs twice as much as the export itself on a BERT-base encoder.
+HIGH_LEVEL_CONVERTED: frozenset[str] = frozenset(
+    {
+        "aten::transpose",
+        "aten::to",
+        "aten::reshape",
+        "aten::dropout",
+        "aten::conv2d",
+        "aten::contiguous",
+        "aten::batch_norm",
+        "aten::flatten",
+        "aten::lift_fresh_copy",
+        "aten::type_as",
+        "aten::numpy_T",
+        "aten::t",
+        "aten::masked_fill",
+        "aten::split",
+        "aten::chunk",
+        "aten::stack",
+        "aten::unflatten",
+        "aten::adaptive_avg_pool2d",
+        "aten::max_pool2d",
+        "aten::__and__",
+        "aten::__or__",
+    }
+)
+
+
+def needs_decomposition(graph: Any, converted: frozenset[str]) -> bool:
+    """Whether an exported graph holds an op outside Core ATen, the preserved ops and
+    ``HIGH_LEVEL_CONVERTED``, or any in-place op (only decomposition makes mutation of views
+    functional, so those graphs always take it). ``converted``: the Core ATen op names."""
+    preserved = {p.split(".")[0] for p in PRESERVED}
+    for node in graph.nodes:
+        if node.op != "call_function":
+            continue
+        schema = getattr(node.target, "_schema", None)
+        if schema is None:
+            continue
+        name = schema.name
+        if name in NO_OPS:
+            continue
+        if name.endswith("_") or schema.is_mutable:
+            return True
+        if name not in converted and name not in preserved and name not in HIGH_LEVEL_CONVERTED:
+            return True
+    return False
+
+
 def _overloads(qualified: str) -> list[Any]:
     """The OpOverloads named by ``aten::name`` (all overloads) or ``aten::name.overload``."""
     import torch
@@ -93,4 +144,10 @@ def _materialized() -> tuple[tuple[Any, Any], ...]:
     return tuple(table.items())
 
 
-__all__ = ["NO_OPS", "PRESERVED", "decomposition_table"]
+__all__ = [
+    "HIGH_LEVEL_CONVERTED",
+    "NO_OPS",
+    "PRESERVED",
+    "decomposition_table",
+    "needs_decomposition",
+]

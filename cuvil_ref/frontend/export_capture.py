@@ -13,6 +13,7 @@ silently wrong graph.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -22,9 +23,11 @@ from torch.export import Dim, ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 from torch.utils import _pytree as pytree
 
-from cuvil_ref.errors import CaptureError, CuvilError
+from cuvil_ref.errors import CaptureError, CuvilError, TorchExportError, UnsupportedOpError
+from cuvil_ref.frontend.aten.coverage import EXCLUDED
+from cuvil_ref.frontend.capture_fold import CaptureFolder
 from cuvil_ref.frontend.context import Converter, dtype_from_torch
-from cuvil_ref.frontend.decompositions import NO_OPS, decomposition_table
+from cuvil_ref.frontend.decompositions import NO_OPS, decomposition_table, needs_decomposition
 from cuvil_ref.frontend.errors import Location, exception_source, located, unsupported
 from cuvil_ref.frontend.op_table import ATEN_TABLE, FUNCTION_TABLE, supported_names
 from cuvil_ref.frontend.source_lines import user_frame
@@ -43,30 +46,78 @@ def _widen(x: torch.Tensor, axes: Sequence[int]) -> torch.Tensor:
 
 
 def export(
-    model: torch.nn.Module, example: Sequence[torch.Tensor], dynamic: Sequence[Mapping[int, str]]
+    model: torch.nn.Module,
+    example: Sequence[torch.Tensor],
+    dynamic: Sequence[Mapping[int, str]],
+    kwargs: Sequence[torch.Tensor] = (),
+    names: Sequence[str] | None = None,
 ) -> ExportedProgram:
-    """Run torch.export with a ``Dim`` per symbol name; failures become CaptureError."""
-    dims: dict[str, Any] = {}
-    shapes = []
-    args = []
-    for x, dyn in zip(example, dynamic):
-        shapes.append({a: dims.setdefault(n, Dim(n)) for a, n in dyn.items()} if dyn else None)
-        args.append(_widen(x, list(dyn)) if dyn else x)
-    try:
-        ep = torch.export.export(
-            model, tuple(args), dynamic_shapes=tuple(shapes) if any(dynamic) else None
+    """Run torch.export with a ``Dim`` per symbol name; failures become CaptureError.
+
+    ``example`` are the positional inputs, ``kwargs`` the keyword inputs (their parameter names
+    are the last ``len(kwargs)`` of ``names``); ``dynamic`` has one entry per input, in order.
+    """
+    shapes: list[Any] = []
+    tensors: list[torch.Tensor] = []
+    for x, dyn in zip([*example, *kwargs], dynamic):
+        # Dim.DYNAMIC lets torch infer each size's valid range (a sequence length bounded by the
+        # position table, say); Cuvil's own symbol names are put back on the IR types, and the
+        # ranges are read back into ``dim_ranges``.
+        shapes.append({a: Dim.DYNAMIC for a in dyn} if dyn else None)
+        tensors.append(_widen(x, list(dyn)) if dyn else x)
+    args = tuple(tensors[: len(example)])
+    kw_names = list(names[len(example) :]) if names is not None else []
+    kw = dict(zip(kw_names, tensors[len(example) :]))
+    dynamic_shapes: Any = None
+    if any(dynamic):
+        dynamic_shapes = (
+            dict(zip(names, shapes)) if names is not None else _positional_shapes(model, shapes)
         )
+    try:
+        ep = torch.export.export(model, args, kwargs=kw or None, dynamic_shapes=dynamic_shapes)
     except Exception as exc:
         src = exception_source(exc)
         where = f" at {src.describe()}" if src else ""
         lines = [ln for ln in str(exc).splitlines() if ln.strip()][:6]
-        raise CaptureError(
+        raise TorchExportError(
             f"torch.export could not export {type(model).__name__}{where}: "
             f"{type(exc).__name__}: {' '.join(lines)}. Make the failing code traceable "
             "(no data-dependent Python branches; for dynamic dims, no code that fixes their "
             "size), or try capture='fx'"
         ) from exc
+    if not needs_decomposition(ep.graph, _core_names()):
+        return ep
     return decompose(ep, type(model).__name__)
+
+
+@functools.lru_cache(maxsize=1)
+def _core_names() -> frozenset[str]:
+    from cuvil_ref.frontend.aten.coverage import core_aten_ops
+
+    return frozenset(core_aten_ops())
+
+
+def _positional_shapes(model: torch.nn.Module, shapes: list[Any]) -> tuple[Any, ...]:
+    """``dynamic_shapes`` for positional inputs: one entry per parameter, the inputs bound to a
+    ``*args`` parameter grouped into one tuple (torch.export's structure)."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):
+        return tuple(shapes)
+    out: list[Any] = []
+    rest = list(shapes)
+    for p in params:
+        if p.kind == inspect.Parameter.VAR_POSITIONAL:
+            out.append(tuple(rest))
+            rest = []
+            break
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            if not rest:
+                break
+            out.append(rest.pop(0))
+    return tuple(out) + tuple(rest)
 
 
 def decompose(ep: ExportedProgram, what: str = "the program") -> ExportedProgram:
@@ -77,7 +128,7 @@ def decompose(ep: ExportedProgram, what: str = "the program") -> ExportedProgram
         src = exception_source(exc)
         where = f" at {src.describe()}" if src else ""
         lines = [ln for ln in str(exc).splitlines() if ln.strip()][:4]
-        raise CaptureError(
+        raise TorchExportError(
             f"torch could not decompose {what} to Core ATen{where}: {type(exc).__name__}: "
             f"{' '.join(lines)}; try capture='fx'"
         ) from exc
@@ -95,15 +146,25 @@ def _aten_name(target: Any) -> str | None:
 
 
 def convert_program(
-    ep: ExportedProgram, input_types: Sequence[TensorType]
+    ep: ExportedProgram,
+    input_types: Sequence[TensorType],
+    names: Sequence[str] | None = None,
 ) -> tuple[Converter, list[Value], Any]:
-    """Convert an ExportedProgram; returns the converter, input values and output structure."""
+    """Convert an ExportedProgram; returns the converter, the input values and the outputs as
+    (leaves, torch TreeSpec)."""
     cx = Converter()
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs if hasattr(s.arg, "name")}
     env: dict[torch.fx.Node, Any] = {}
     inputs: list[Value] = []
     known = supported_names()
     outputs: list[Any] = []
+    folder = CaptureFolder(cx)
+
+    def lookup(n: torch.fx.Node) -> Any:
+        if n not in env:
+            env[n] = folder.materialize(n)  # a folded value read by a converted node
+        return env[n]
+
     for node in ep.graph.nodes:
         where = _location(node)
         cx.provenance, cx.node_name = where.provenance(), node.name
@@ -115,24 +176,25 @@ def convert_program(
                         f"the exported program has more inputs than given ('{node.name}')"
                     )
                 value = cx.builder.input(node.name, input_types[len(inputs)])
+                _record_ranges(cx, ep, node, value)
                 inputs.append(value)
                 env[node] = value
             elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
-                env[node] = cx.weight(
-                    spec.target,
+                tensor = (
                     ep.state_dict[spec.target]
                     if spec.target in ep.state_dict
-                    else ep.constants[spec.target],
+                    else ep.constants[spec.target]
                 )
+                folder.add_weight(node, spec.target, tensor)
             elif spec.kind == InputKind.CONSTANT_TENSOR:
-                env[node] = cx.weight(spec.target, ep.constants[spec.target])
+                folder.add_weight(node, spec.target, ep.constants[spec.target])
             else:
                 raise CaptureError(
                     f"exported input '{node.name}' of kind {spec.kind.name} is not supported"
                 )
             continue
         if node.op == "output":
-            outputs = [env[n] if isinstance(n, torch.fx.Node) else n for n in node.args[0]]
+            outputs = [lookup(n) if isinstance(n, torch.fx.Node) else n for n in node.args[0]]
             break
         if node.op != "call_function":
             raise unsupported(f"{node.op} {node.target}", where, known)
@@ -140,8 +202,10 @@ def convert_program(
         if name in NO_OPS:
             env[node] = None
             continue
-        args = torch.fx.node.map_arg(node.args, lambda n: env[n])
-        kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
+        if folder.try_fold(node):
+            continue
+        args = torch.fx.node.map_arg(node.args, lookup)
+        kwargs = torch.fx.node.map_arg(node.kwargs, lookup)
         cx.expected = node.meta.get("val")
         cx.used_outputs = _used_outputs(node)
         if name is not None:
@@ -164,6 +228,11 @@ def convert_program(
             )
             label = getattr(node.target, "__name__", str(node.target))
         if convert is None:
+            if name in EXCLUDED:
+                raise UnsupportedOpError(
+                    f"'{label}' ({where.describe()}) is outside what Cuvil compiles: "
+                    f"{EXCLUDED[name]}"
+                )
             raise unsupported(label, where, known)
         try:
             env[node] = convert(cx, *args, **kwargs)
@@ -178,12 +247,43 @@ def convert_program(
             first = node.args[0]
             if isinstance(first, torch.fx.Node):
                 env[first] = env[node]  # in-place ATen op: later reads see the new value
+                folder.values.pop(first, None)
+    cx.folded = folder.summary()
     # Mutated buffers and inputs come first among the graph's outputs: keep the user's only.
     kinds = [spec.kind for spec in ep.graph_signature.output_specs]
     user_outputs = [o for o, kind in zip(outputs, kinds) if kind == OutputKind.USER_OUTPUT]
     spec = ep.call_spec.out_spec
-    structure = pytree.tree_unflatten(user_outputs, spec) if spec is not None else user_outputs
-    return cx, inputs, structure
+    if spec is None:
+        return cx, inputs, pytree.tree_flatten(user_outputs)
+    return cx, inputs, (user_outputs, spec)
+
+
+def _record_ranges(cx: Converter, ep: ExportedProgram, node: torch.fx.Node, value: Value) -> None:
+    """Put the range torch inferred for each symbolic dim of an input into ``cx.dim_ranges``
+    (``{"seq": [2, 64]}``; ``None`` for no upper bound), intersecting repeated names."""
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        return
+    for dim, size in zip(value.type.shape, val.shape):
+        if not isinstance(dim, str) or not isinstance(size, torch.SymInt):
+            continue
+        vr = ep.range_constraints.get(size.node.expr)
+        if vr is None:
+            continue
+        lo, hi = _bound(vr.lower) or 0, _bound(vr.upper)
+        old = cx.dim_ranges.get(dim)
+        if old is not None:
+            lo = max(lo, old[0])
+            hi = old[1] if hi is None else (hi if old[1] is None else min(hi, old[1]))
+        cx.dim_ranges[dim] = [lo, hi]
+
+
+def _bound(x: Any) -> int | None:
+    """A sympy range bound as an int, or None when it is infinite."""
+    try:
+        return int(x)
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return None
 
 
 def _used_outputs(node: torch.fx.Node) -> frozenset[int] | None:
@@ -229,7 +329,9 @@ def check_against_torch(result: Any, expected: Any) -> None:
 def capture_export(
     model: torch.nn.Module,
     example: Sequence[torch.Tensor],
+    kwargs: Sequence[torch.Tensor],
     input_types: Sequence[TensorType],
     dynamic: Sequence[Mapping[int, str]],
+    names: Sequence[str] | None = None,
 ) -> tuple[Converter, list[Value], Any]:
-    return convert_program(export(model, example, dynamic), input_types)
+    return convert_program(export(model, example, dynamic, kwargs, names), input_types, names)

@@ -31,10 +31,47 @@ class CuvilTracer(torch.fx.Tracer):
         return type(m) in MODULE_TABLE
 
 
+_RANDOM = frozenset(
+    {
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "rand_like",
+        "randn_like",
+        "randint_like",
+        "normal",
+        "bernoulli",
+        "multinomial",
+        "poisson",
+        "uniform_",
+        "normal_",
+        "exponential_",
+    }
+)
+
+
+class _NoRandom(torch.overrides.TorchFunctionMode):
+    """torch.fx runs calls without tensor arguments at trace time and bakes their results into
+    the graph; for a random call that would be a silent wrong answer, so it is refused."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        name = getattr(func, "__name__", "")
+        if name in _RANDOM:
+            raise CaptureError(
+                f"torch.{name} draws random numbers on every call; an inference graph is "
+                "deterministic (call model.eval(), and pass random tensors as inputs)"
+            )
+        return func(*args, **(kwargs or {}))
+
+
 def trace(model: torch.nn.Module) -> torch.fx.Graph:
     """Symbolically trace ``model``; failures become CaptureError naming the user's line."""
     try:
-        return CuvilTracer().trace(model)
+        with _NoRandom():
+            return CuvilTracer().trace(model)
+    except CaptureError:
+        raise
     except Exception as exc:
         src = exception_source(exc)
         where = f" at {src.describe()}" if src else ""
@@ -76,21 +113,29 @@ def _fetch_attr(model: torch.nn.Module, path: str) -> Any:
 
 
 def capture_fx(
-    model: torch.nn.Module, input_types: Sequence[TensorType]
+    model: torch.nn.Module,
+    input_types: Sequence[TensorType],
+    names: Sequence[str] | None = None,
 ) -> tuple[Converter, list[Value], Any]:
-    """Convert ``model``; returns the converter, the input values and the output structure
-    (nested tuples/lists/dicts of Values, as the model returns them)."""
+    """Convert ``model``; returns the converter, the input values and the outputs as (leaves,
+    torch TreeSpec) of the structure the model returns."""
     graph = trace(model)
     cx = Converter()
     env: dict[torch.fx.Node, Any] = {}
     inputs: list[Value] = []
     result: Any = None
     known = supported_names()
+    by_name = dict(zip(names or (), input_types))
+    placed: dict[str, Value] = {}
     for node in graph.nodes:
         where = _location(node)
         cx.provenance, cx.node_name = where.provenance(), node.name
         if node.op == "placeholder":
-            if len(inputs) < len(input_types):
+            if names is not None and str(node.target) in by_name:
+                value = cx.builder.input(node.name, by_name[str(node.target)])
+                placed[str(node.target)] = value
+                env[node] = value
+            elif names is None and len(inputs) < len(input_types):
                 value = cx.builder.input(node.name, input_types[len(inputs)])
                 inputs.append(value)
                 env[node] = value
@@ -135,4 +180,11 @@ def capture_fx(
             first = node.args[0]
             if isinstance(first, torch.fx.Node):
                 env[first] = env[node]  # in-place method: later reads see the new value
-    return cx, inputs, result
+    from torch.utils import _pytree as pytree
+
+    if names is not None:
+        missing = [n for n in names if n not in placed]
+        if missing:
+            raise CaptureError(f"torch.fx found no forward parameter for inputs {missing}")
+        inputs = [placed[n] for n in names]
+    return cx, inputs, pytree.tree_flatten(result)

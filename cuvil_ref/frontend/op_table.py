@@ -490,13 +490,13 @@ ATEN_TABLE.update(CORE_TABLE)
 
 # --------------------------------------------------------------------------- torch.ao quantization
 # Fake-quant modules (QAT), QAT layers and converted quantized modules/functions become
-# quantize -> dequantize pairs with the model's own scales (see cuvil_ref/quant/torch_import.py).
+# quantize -> dequantize pairs with the model's own scales (cuvil_ref/frontend/convert_quant.py).
 # A quantized tensor is represented by its dequantized float value, so ``.dequantize()`` is a no-op.
 
-from cuvil_ref.quant import torch_import as _torch_import  # noqa: E402
+from cuvil_ref.frontend import convert_quant  # noqa: E402
 
-MODULE_TABLE.update(_torch_import.module_table())
-FUNCTION_TABLE.update(_torch_import.function_table())
+MODULE_TABLE.update(convert_quant.module_table())
+FUNCTION_TABLE.update(convert_quant.function_table())
 METHOD_TABLE["dequantize"] = fn.identity
 
 

@@ -175,6 +175,8 @@ def slice_(
 ) -> Value:
     axis = normalize_axis(int(dim), rank(input))
     size_ = input.type.shape[axis]
+    if isinstance(end, SymDim) and not isinstance(start, SymDim) and int(step) == 1:
+        return _slice_to_symbol(cx, input, axis, 0 if start is None else int(start), end)
     lo, hi, st = (0 if start is None else int(start)), end, int(step)
     if hi is None or (isinstance(hi, int) and hi >= 2**62):
         hi = size_ if isinstance(size_, int) else None
@@ -185,6 +187,20 @@ def slice_(
     return cx.op(
         "slice", [input], axis=axis, start=lo, end=None if hi is None else int(hi), step=st
     )
+
+
+def _slice_to_symbol(cx: Converter, input: Value, axis: int, start: int, end: SymDim) -> Value:
+    """``x[start:n]`` where ``n`` is a dynamic size: the whole dim when ``x``'s dim is ``n`` and
+    ``start`` is 0, else ``narrow`` over the symbol (``position_ids[:, :seq_len]``)."""
+    size_ = input.type.shape[axis]
+    if start == 0 and end.name is not None and size_ == end.name:
+        return input
+    if start != 0 or end.name is None or not isinstance(size_, int):
+        raise CaptureError(
+            f"slice [{start}:{end}] of a dim of size {size_}: Cuvil supports x[:n] where n is an "
+            "input's dynamic dim; make the other sizes static"
+        )
+    return cx.op("narrow", [input], axis=axis, start=0, length=(end.name,))
 
 
 def narrow(cx: Converter, input: Value, dim: int, start: int, length: int) -> Value:

@@ -5,6 +5,7 @@ bf16 uses the ``ml_dtypes`` numpy extension type, so bf16 arrays are real numpy 
 
 from __future__ import annotations
 
+import builtins
 import enum
 
 import ml_dtypes
@@ -31,11 +32,11 @@ class DType(enum.Enum):
         return _TO_NUMPY[self]
 
     @property
-    def is_float(self) -> bool:
+    def is_float(self) -> builtins.bool:  # (`bool` is a member here)
         return self in FLOAT_DTYPES
 
     @property
-    def is_int(self) -> bool:
+    def is_int(self) -> builtins.bool:
         return self in INT_DTYPES
 
     @property

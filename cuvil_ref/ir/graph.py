@@ -106,7 +106,8 @@ class Graph:
     inputs: tuple[Value, ...]
     nodes: tuple[Node, ...]
     outputs: tuple[Value, ...]
-    constants: FrozenDict = field(default_factory=FrozenDict)  # name -> read-only ndarray
+    # name -> read-only ndarray; any mapping is accepted and frozen in __post_init__
+    constants: Mapping[str, np.ndarray] = field(default_factory=FrozenDict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", tuple(self.inputs))
@@ -192,7 +193,7 @@ class Module:
 
     graph: Graph
     name: str = "main"
-    metadata: FrozenDict = field(default_factory=FrozenDict)
+    metadata: Mapping[str, Any] = field(default_factory=FrozenDict)  # frozen in __post_init__
 
     def __post_init__(self) -> None:
         if not isinstance(self.metadata, FrozenDict):

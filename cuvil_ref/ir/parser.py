@@ -5,6 +5,11 @@ error is a :class:`ParseError` saying ``<source>:line:column``, what was expecte
 found, with the offending line and a caret. Constants printed as ``dense_resource<name>`` are taken
 from ``constants={name: array}`` and checked against the sha256 recorded in the text. The parsed
 module is then verified; a verifier error is reported with the line of the failing node.
+
+Hostile text is refused, not obeyed: values nest at most :data:`MAX_NESTING` levels, a number is
+at most :data:`MAX_NUMBER_CHARS` characters, zero points and axes fit in 64 bits, and error
+messages quote at most a window of the offending line, so every malformed input ends in a bounded
+``ParseError``. The printer refuses to write what the parser would refuse.
 """
 
 from __future__ import annotations
@@ -17,11 +22,17 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_ref.errors import ParseError, UnknownOpError, VerificationError
+from cuvil_ref.errors import ParseError, UnknownOpError, VerificationError, shorten
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.graph import Graph, Module, Node, Provenance, Value, constant_type
-from cuvil_ref.ir.printer import array_sha256, decode_elements, float_from_bits
+from cuvil_ref.ir.printer import (
+    MAX_NESTING,
+    MAX_NUMBER_CHARS,
+    array_sha256,
+    decode_elements,
+    float_from_bits,
+)
 from cuvil_ref.ir.types import QuantParams, TensorType
 
 
@@ -58,6 +69,12 @@ def parse_type(text: str) -> TensorType:
     return t
 
 
+#: Zero points and axes lie in [-2**63, 2**64): int64 and uint64 values.
+_INT_RANGE = (-(2**63), 2**64)
+#: Dimensions lie in [0, 2**63).
+_MAX_DIM = 2**63 - 1
+_SHOWN_LINE = 120
+
 # --- lexer --------------------------------------------------------------------------------------
 
 _NAME = r'(?:[A-Za-z0-9_][A-Za-z0-9_.]*|"(?:[^"\\\n]|\\.)*")'
@@ -85,7 +102,7 @@ class Token:
     col: int
 
     def show(self) -> str:
-        return "end of input" if self.kind == "eof" else repr(self.text)
+        return "end of input" if self.kind == "eof" else shorten(repr(self.text), 60)
 
 
 def _unescape(body: str) -> str:
@@ -118,6 +135,7 @@ class _Parser:
         self.pos = 0
         self.defined: dict[str, tuple[Value, int]] = {}
         self.node_lines: list[int] = []
+        self.depth = 0
 
     # errors and positions
 
@@ -126,9 +144,15 @@ class _Parser:
         return line, offset - self.line_starts[line - 1] + 1
 
     def error_at(self, line: int, col: int, message: str) -> ParseError:
-        lines = self.text.split("\n")
-        shown = lines[line - 1] if line <= len(lines) else ""
-        return ParseError(f"{self.source}:{line}:{col}: {message}\n  {shown}\n  {' ' * (col - 1)}^")
+        start = self.line_starts[line - 1] if line <= len(self.line_starts) else len(self.text)
+        end = self.text.find("\n", start)
+        shown = self.text[start : len(self.text) if end < 0 else end]
+        caret = col - 1
+        if len(shown) > _SHOWN_LINE:  # a window around the column, so the message stays short
+            lo = max(0, min(caret - _SHOWN_LINE // 2, len(shown) - _SHOWN_LINE))
+            shown, caret = shown[lo : lo + _SHOWN_LINE], caret - lo
+        where = f"{shorten(self.source, 200)}:{line}:{col}"
+        return ParseError(f"{where}: {shorten(message, 1000)}\n  {shown}\n  {' ' * caret}^")
 
     def error(self, tok: Token, message: str) -> ParseError:
         return self.error_at(tok.line, tok.col, message)
@@ -149,6 +173,13 @@ class _Parser:
             if kind == "comment":
                 self.comments[line] = raw
                 continue
+            if kind in ("number", "hex") and len(raw) > MAX_NUMBER_CHARS:
+                raise self.error_at(
+                    line,
+                    col,
+                    f"a number of {len(raw)} characters is too long (the limit is "
+                    f"{MAX_NUMBER_CHARS})",
+                )
             text = raw
             try:
                 if kind in ("value", "symbol"):
@@ -346,6 +377,8 @@ class _Parser:
                 self.punct(",")
             dim = self.peek()
             if dim.kind == "number" and dim.text.isdigit():
+                if int(dim.text) > _MAX_DIM:
+                    raise self.error(dim, f"dimension {dim.text} is out of range (< 2**63)")
                 shape.append(int(dim.text))
             elif dim.kind == "ident":
                 shape.append(dim.text)
@@ -393,7 +426,13 @@ class _Parser:
         tok = self.expect("number", what="an integer")
         if not re.fullmatch(r"-?\d+", tok.text):
             raise self.error(tok, f"expected an integer, got {tok.show()}")
-        return int(tok.text)
+        return self.int64(tok)
+
+    def int64(self, tok: Token) -> int:
+        value = int(tok.text)
+        if not _INT_RANGE[0] <= value < _INT_RANGE[1]:
+            raise self.error(tok, f"integer {tok.text} does not fit in 64 bits")
+        return value
 
     def float_value(self) -> float:
         value = self.attr_value()
@@ -422,23 +461,20 @@ class _Parser:
 
     def attr_value(self) -> Any:
         tok = self.peek()
+        if tok.kind == "punct" and tok.text in "({":
+            if self.depth >= MAX_NESTING:
+                raise self.error(tok, f"values nest more than {MAX_NESTING} levels deep")
+            self.depth += 1
+            try:
+                return self.nested_value(tok)
+            finally:
+                self.depth -= 1
         if tok.kind == "number":
             self.pos += 1
             return float(tok.text) if any(c in tok.text for c in ".eE") else int(tok.text)
         if tok.kind == "string":
             self.pos += 1
             return tok.text
-        if tok.kind == "punct" and tok.text == "(":
-            self.pos += 1
-            items: list[Any] = []
-            while not self.at("punct", ")"):
-                items.append(self.attr_value())
-                if not self.accept("punct", ","):
-                    break
-            self.punct(")")
-            return tuple(items)
-        if tok.kind == "punct" and tok.text == "{":
-            return self.attr_dict()
         if tok.kind == "punct" and tok.text == "-" and self.peek(1).text in ("inf", "nan"):
             self.pos += 1
             return -self.attr_value()
@@ -452,13 +488,39 @@ class _Parser:
                 if self.accept("punct", "("):
                     bits = self.expect("hex", what="the NaN bits as 0x...")
                     self.punct(")")
-                    return float_from_bits(int(bits.text, 16))
+                    return float_from_bits(self.nan_bits(bits))
                 return float("nan")
         raise self.error(
             tok,
             "expected a value (number, string, true, false, none, (tuple) or "
             f"{{dict}}), got {tok.show()}",
         )
+
+    def nested_value(self, tok: Token) -> Any:
+        """A ``(tuple)`` or a ``{dict}`` (the caller bounds the nesting)."""
+        if tok.text == "{":
+            return self.attr_dict()
+        self.pos += 1
+        items: list[Any] = []
+        while not self.at("punct", ")"):
+            items.append(self.attr_value())
+            if not self.accept("punct", ","):
+                break
+        self.punct(")")
+        return tuple(items)
+
+    def nan_bits(self, tok: Token) -> int:
+        """The 64 IEEE bits of ``nan(0x...)``, which must be a NaN."""
+        digits = tok.text[2:]
+        bits = int(digits, 16) if digits else -1
+        exponent, mantissa = (bits >> 52) & 0x7FF, bits & ((1 << 52) - 1)
+        if not (0 <= bits < 2**64 and exponent == 0x7FF and mantissa):
+            raise self.error(
+                tok,
+                f"nan({shorten(tok.text, 30)}) is not a NaN: give the 64 bits of a double "
+                "whose exponent is all ones and mantissa non-zero, e.g. nan(0x7ff8000000000001)",
+            )
+        return bits
 
     # constants
 

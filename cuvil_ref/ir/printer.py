@@ -36,6 +36,10 @@ from cuvil_ref.ir.types import QuantParams, TensorType
 
 #: Constants with at most this many elements are printed inline.
 INLINE_LIMIT = 16
+#: Deepest nesting of tuples and dicts in attribute values (the parser refuses deeper text).
+MAX_NESTING = 32
+#: Longest number literal the parser reads; integers are printed with at most this many digits.
+MAX_NUMBER_CHARS = 64
 
 _BARE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.]*\Z")
 _BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
@@ -126,9 +130,11 @@ def format_provenance(p: Provenance) -> str:
 # --- attribute values ---------------------------------------------------------------------------
 
 
-def format_attr_dict(attrs: Mapping[str, Any]) -> str:
-    """``{axis = 1, sizes = (64, 64)}``; keys in insertion order."""
-    items = ", ".join(f"{format_key(k)} = {format_attr_value(v, k)}" for k, v in attrs.items())
+def format_attr_dict(attrs: Mapping[str, Any], depth: int = 0) -> str:
+    """``{axis = 1, sizes = (64, 64)}``; keys in insertion order (``depth``: enclosing values)."""
+    items = ", ".join(
+        f"{format_key(k)} = {format_attr_value(v, k, depth)}" for k, v in attrs.items()
+    )
     return "{" + items + "}"
 
 
@@ -138,14 +144,22 @@ def format_key(key: str) -> str:
     return key if _BARE_KEY.match(key) else format_string(key)
 
 
-def format_attr_value(value: Any, key: str = "?") -> str:
+def format_attr_value(value: Any, key: str = "?", depth: int = 0) -> str:
     """An attribute or metadata value: int, float, bool, str, None, tuple or dict of those."""
+    if depth >= MAX_NESTING and isinstance(value, (tuple, list, Mapping)):
+        raise IRError(f"attribute/metadata '{key}' nests more than {MAX_NESTING} levels deep")
     if value is None:
         return "none"
     if isinstance(value, (bool, np.bool_)):
         return "true" if value else "false"
     if isinstance(value, (int, np.integer)):
-        return str(int(value))
+        text = str(int(value))
+        if len(text) > MAX_NUMBER_CHARS:
+            raise IRError(
+                f"attribute/metadata '{key}': an integer of {len(text)} digits has no textual "
+                f"form (at most {MAX_NUMBER_CHARS} characters)"
+            )
+        return text
     if isinstance(value, (float, np.floating)):
         return format_float(float(value))
     if isinstance(value, str):
@@ -153,10 +167,10 @@ def format_attr_value(value: Any, key: str = "?") -> str:
     if isinstance(value, DType):
         return format_string(value.value)
     if isinstance(value, (tuple, list)):
-        items = [format_attr_value(v, key) for v in value]
+        items = [format_attr_value(v, key, depth + 1) for v in value]
         return "(" + items[0] + ",)" if len(items) == 1 else "(" + ", ".join(items) + ")"
     if isinstance(value, Mapping):
-        return format_attr_dict(value)
+        return format_attr_dict(value, depth + 1)
     raise IRError(
         f"attribute/metadata '{key}' = {value!r}: a {type(value).__name__} has no textual form; "
         "use ints, floats, bools, strings, None, tuples or dicts"
@@ -217,7 +231,7 @@ def format_dense(arr: np.ndarray) -> str:
     exact = None not in texts and decode_elements(texts, dtype).tobytes() == raw  # type: ignore[arg-type]
     if not exact:
         return "0x" + raw.hex()
-    return texts[0] if arr.ndim == 0 else "[" + ", ".join(texts) + "]"  # type: ignore[arg-type]
+    return str(texts[0]) if arr.ndim == 0 else "[" + ", ".join(map(str, texts)) + "]"
 
 
 def format_element(x: Any, dtype: DType) -> str | None:

@@ -13,6 +13,7 @@ from cuvil_ref.ops import (  # noqa: F401  (imported to register their ops)
     conv,
     conv_nd,
     elementwise,
+    factories,
     fused,
     indexing,
     linalg,
@@ -21,10 +22,12 @@ from cuvil_ref.ops import (  # noqa: F401  (imported to register their ops)
     pooling,
     qgemm,
     qpool,
+    qtransformer,
     quantized,
     reductions,
     resample,
     scatter,
+    selection,
     shape_ops,
 )
 from cuvil_ref.ops.registry import REGISTRY, REQUIRED, Attr, OpDef, OpRegistry, get_op, register

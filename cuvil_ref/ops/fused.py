@@ -28,7 +28,7 @@ from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import TensorType, format_shape
 
 # The ops composed here must be registered first, whatever order the package imports modules in.
-from cuvil_ref.ops import activations, elementwise, linalg, pooling  # noqa: F401
+from cuvil_ref.ops import activations, elementwise, families, linalg, pooling  # noqa: F401
 from cuvil_ref.ops import conv as _conv_ops  # noqa: F401
 from cuvil_ref.ops.registry import Attr, OpDef, get_op, register
 from cuvil_ref.ops.shapes import broadcast_shapes
@@ -291,7 +291,7 @@ register(
 # --- fused_elementwise ----------------------------------------------------------------------------
 
 #: Binary ops a step may apply with one scalar operand.
-SCALAR_BINARY = frozenset({"add", "sub", "mul", "div", "pow", "maximum", "minimum"})
+SCALAR_BINARY = families.ARITHMETIC
 
 
 def _literal(node: ast.expr) -> Any:
@@ -439,6 +439,5 @@ def _nhwc_variant(base: str) -> OpDef:
 
 
 NHWC_VARIANTS: dict[str, str] = {
-    base: register(_nhwc_variant(base)).name
-    for base in ("max_pool2d", "avg_pool2d", "adaptive_avg_pool2d")
+    base: register(_nhwc_variant(base)).name for base in sorted(families.NHWC_POOLS)
 }

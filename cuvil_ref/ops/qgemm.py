@@ -18,6 +18,7 @@ from cuvil_ref.errors import ShapeError
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import Dim, TensorType, format_shape
+from cuvil_ref.ops import qarith
 from cuvil_ref.ops import quant_common as qc
 from cuvil_ref.ops.conv import (
     IM2COL_MAX_CHANNELS,
@@ -29,12 +30,11 @@ from cuvil_ref.ops.conv import (
 from cuvil_ref.ops.linalg import matmul_shape
 from cuvil_ref.ops.registry import Attr
 from cuvil_ref.ops.shapes import conv_out_size
-from cuvil_ref.quant import arith
 
 F64 = np.dtype(np.float64)
 F32 = np.dtype(np.float32)
 #: Longest reduction of int8 products that float32 sums exactly: K * 255 * 128 < 2**24.
-F32_EXACT_K = (2**24 - 1) // arith.MAX_TERM_WEIGHT
+F32_EXACT_K = (2**24 - 1) // qarith.MAX_TERM_WEIGHT
 
 CONV_ATTRS = (
     Attr("stride", "ints", (1, 1), "(sh, sw)"),
@@ -146,7 +146,7 @@ def _qlinear(
     x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None, **attrs: Any
 ) -> np.ndarray:
     k = weight.shape[1]
-    acc = _exact_matmul(_centered(x, attrs["x_zp"]), weight.T, k, arith.MAX_TERM_WEIGHT)
+    acc = _exact_matmul(_centered(x, attrs["x_zp"]), weight.T, k, qarith.MAX_TERM_WEIGHT)
     if bias is not None:
         acc += bias.astype(np.int64)
     return qc.requant(acc, attrs, -1)
@@ -178,7 +178,7 @@ def _qmatmul_infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tuple[Te
 def _qmatmul(a: np.ndarray, b: np.ndarray, **attrs: Any) -> np.ndarray:
     k = a.shape[-1]
     da, db = _centered(a, attrs["a_zp"]), _centered(b, attrs["b_zp"])
-    acc = _exact_matmul(da, db, k, arith.MAX_TERM_TWO_ACTIVATIONS)
+    acc = _exact_matmul(da, db, k, qarith.MAX_TERM_TWO_ACTIVATIONS)
     return qc.requant(acc, attrs, None)
 
 

@@ -17,10 +17,10 @@ from cuvil_ref.errors import ShapeError
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import Dim, TensorType, format_shape
+from cuvil_ref.ops import qarith
 from cuvil_ref.ops import quant_common as qc
 from cuvil_ref.ops.registry import REQUIRED, Attr
 from cuvil_ref.ops.shapes import conv_out_size
-from cuvil_ref.quant import arith
 
 WINDOW_ATTRS = (
     Attr("kernel", "ints", REQUIRED, "(kh, kw)"),
@@ -114,7 +114,7 @@ def _avg_requant(
         )
     mult = np.asarray(attrs["multiplier"], np.int64)[count - 1]
     shift = np.asarray(attrs["shift"], np.int64)[count - 1]
-    return arith.requantize_output(acc, mult, shift, attrs["out_zp"], attrs["qmin"], attrs["qmax"])
+    return qarith.requantize_output(acc, mult, shift, attrs["out_zp"], attrs["qmin"], attrs["qmax"])
 
 
 def avg_pool_windows(

@@ -1,7 +1,7 @@
 """Shared pieces of the quantized int8 ops: attribute groups, checks, requantization, registration.
 
 Every compile-time constant of a quantized op is an attribute: zero points, fixed-point
-multipliers and shifts (``ints`` tuples, from :func:`cuvil_ref.quant.arith.quantize_multiplier`),
+multipliers and shifts (``ints`` tuples, from :func:`cuvil_ref.ops.qarith.quantize_multiplier`),
 clamp bounds. ``out_scale``/``out_zp`` give the output's :class:`QuantParams` so users can
 dequantize; only ``out_zp`` enters the arithmetic. The op families live in ``quantized.py``
 (boundary, elementwise, concat), ``qgemm.py`` (accumulating ops) and ``qpool.py`` (pooling).
@@ -18,8 +18,8 @@ from cuvil_ref.errors import QuantizationError, ShapeError
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import Dim, QuantParams, TensorType
+from cuvil_ref.ops import qarith
 from cuvil_ref.ops.registry import REQUIRED, Attr, OpDef, register
-from cuvil_ref.quant import arith
 
 I8 = frozenset({DType.i8})
 I8_I32 = frozenset({DType.i8, DType.i32})
@@ -74,7 +74,7 @@ def check_rescale(
         raise fail(
             op,
             "multipliers must be in [0, 2**31) and shifts in [1, 62]; compute them "
-            "with cuvil_ref.quant.arith.quantize_multiplier",
+            "with cuvil_ref.ops.qarith.quantize_multiplier",
         )
 
 
@@ -106,7 +106,7 @@ def static(op: str, d: Dim, what: str) -> int:
 def check_accumulator(op: str, k: int, two_activations: bool = False) -> None:
     """A reduction of ``k`` int8 products fits the int32 accumulator."""
     try:
-        arith.check_accumulator_bound(k, 0, two_activations=two_activations)
+        qarith.check_accumulator_bound(k, 0, two_activations=two_activations)
     except QuantizationError as exc:
         raise fail(op, f"{exc}") from exc
 
@@ -116,7 +116,7 @@ def requant(acc: np.ndarray, attrs: dict[str, Any], axis: int | None) -> np.ndar
     mult, shift = attrs["multiplier"], attrs["shift"]
     if len(mult) == 1:
         mult, shift, axis = mult[0], shift[0], None
-    return arith.requantize_output(
+    return qarith.requantize_output(
         acc,
         np.asarray(mult, np.int64),
         np.asarray(shift, np.int64),

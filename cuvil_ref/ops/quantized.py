@@ -15,10 +15,10 @@ from cuvil_ref.errors import ShapeError
 from cuvil_ref.ir.dtypes import FLOAT_DTYPES, DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import QuantParams, TensorType, format_shape
+from cuvil_ref.ops import qarith
 from cuvil_ref.ops import quant_common as qc
 from cuvil_ref.ops.registry import REQUIRED, Attr
 from cuvil_ref.ops.shapes import broadcast_shapes, normalize_axis
-from cuvil_ref.quant import arith
 
 # --- float boundary ------------------------------------------------------------------------------
 
@@ -62,7 +62,7 @@ def _boundary_args(attrs: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
 
 def _quantize(x: np.ndarray, **attrs: Any) -> np.ndarray:
     scale, zp = _boundary_args(attrs)
-    return arith.quantize(x, scale, zp, axis=attrs["axis"])
+    return qarith.quantize(x, scale, zp, axis=attrs["axis"])
 
 
 qc.register_qop(
@@ -84,7 +84,7 @@ def _dequantize_infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tuple
 
 def _dequantize(q: np.ndarray, **attrs: Any) -> np.ndarray:
     scale, zp = _boundary_args(attrs)
-    return arith.dequantize(q, scale, zp, axis=attrs["axis"])
+    return qarith.dequantize(q, scale, zp, axis=attrs["axis"])
 
 
 qc.register_qop(
@@ -135,7 +135,7 @@ def _binary_infer(op: str, counts: tuple[int, ...]) -> Callable[..., tuple[Tenso
 
 
 def _qadd(a: np.ndarray, b: np.ndarray, **attrs: Any) -> np.ndarray:
-    return arith.qadd_int(
+    return qarith.qadd_int(
         a,
         attrs["a_zp"],
         b,
@@ -162,7 +162,7 @@ qc.register_qop(
 
 
 def _qmul(a: np.ndarray, b: np.ndarray, **attrs: Any) -> np.ndarray:
-    return arith.qmul_int(
+    return qarith.qmul_int(
         a,
         attrs["a_zp"],
         b,
@@ -211,7 +211,7 @@ def _qconcat_infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tuple[Te
 
 def _qconcat(*xs: np.ndarray, **attrs: Any) -> np.ndarray:
     parts = [
-        arith.requantize_output(
+        qarith.requantize_output(
             x.astype(np.int64) - z, m, s, attrs["out_zp"], attrs["qmin"], attrs["qmax"]
         )
         for x, z, m, s in zip(xs, attrs["x_zp"], attrs["multiplier"], attrs["shift"], strict=True)

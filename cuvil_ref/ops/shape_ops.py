@@ -157,12 +157,47 @@ def _slice_infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tuple[Tens
     if step < 1:
         raise ShapeError(f"slice: step must be >= 1, got {step}")
     dim = shape[axis]
+    open_end = end is None or end >= 2**62
     if isinstance(dim, str):
-        if start == 0 and step == 1 and (end is None or end >= 2**62):
+        if start == 0 and step == 1 and open_end:
             return _out(types[0], tuple(shape))
-        raise ShapeError(f"slice of symbolic dim '{dim}' (axis {axis}) has no static size")
+        if start < 0 and open_end:  # the last -start rows: x[-1:]
+            shape[axis] = len(range(0, -start, step))
+        elif start >= 0 and not open_end and end >= start:  # x[0:1]: assumes dim >= end
+            shape[axis] = len(range(start, end, step))
+        else:
+            raise ShapeError(
+                f"slice [{start}:{end}:{step}] of symbolic dim '{dim}' (axis {axis}) has no "
+                "static size"
+            )
+        return _out(types[0], tuple(shape))
     shape[axis] = len(range(*slice(start, end, step).indices(dim)))
     return _out(types[0], tuple(shape))
+
+
+def _narrow_infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tuple[TensorType, ...]:
+    shape = list(types[0].shape)
+    axis = normalize_axis(attrs["axis"], len(shape))
+    (length,) = attrs["length"]
+    start, dim = attrs["start"], shape[axis]
+    if start < 0:
+        raise ShapeError(f"narrow: start must be >= 0, got {start}")
+    if isinstance(length, int) and isinstance(dim, int) and start + length > dim:
+        raise ShapeError(f"narrow: [{start}, {start}+{length}) exceeds dim {axis} of size {dim}")
+    shape[axis] = length
+    return _out(types[0], tuple(shape))
+
+
+def _narrow(x: np.ndarray, *, axis: int, start: int, length: tuple[int]) -> np.ndarray:
+    """x[start : start + length] along ``axis``; the window must lie inside the dim."""
+    n = length[0]
+    if start + n > x.shape[axis]:
+        raise ShapeError(
+            f"narrow: [{start}, {start + n}) exceeds dim {axis} of size {x.shape[axis]}"
+        )
+    index = [slice(None)] * x.ndim
+    index[axis] = slice(start, start + n)
+    return x[tuple(index)]
 
 
 def _slice(x: np.ndarray, *, axis: int, start: int, end: int | None, step: int) -> np.ndarray:
@@ -352,12 +387,26 @@ for _opdef in (
         _slice_infer,
         _slice,
         "y = x[start:end:step] along `axis`; negative start/end count from the end, out-of-range "
-        "bounds clamp (Python/torch rules); step >= 1",
+        "bounds clamp (Python/torch rules); step >= 1. On a symbolic dim, static bounds "
+        "(`x[0:1]`, `x[-1:]`) assume the dim reaches them (checked when run)",
         (
             Attr("axis", "int"),
             Attr("start", "int", 0),
             Attr("end", "int?", None, "None: to the end"),
             Attr("step", "int", 1),
+        ),
+    ),
+    _shape_op(
+        "narrow",
+        ("x",),
+        _narrow_infer,
+        _narrow,
+        "y = x[start : start + length] along `axis`, where `length` may be a symbolic dim "
+        "(`position_table[:seq_len]`); the window must lie inside the dim",
+        (
+            Attr("axis", "int"),
+            Attr("start", "int", 0),
+            Attr("length", "dims", doc="(n,): an int or a symbolic dim name"),
         ),
     ),
     _shape_op(

@@ -19,8 +19,18 @@ from __future__ import annotations
 
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Graph, Node, Value
+from cuvil_ref.ops import families
 from cuvil_ref.passes.base import PassResult
-from cuvil_ref.passes.rewrite import Match, Op, Rewriter, Rule, Var, apply_rules, is_all
+from cuvil_ref.passes.rewrite import (
+    Match,
+    Op,
+    ReplaceFn,
+    Rewriter,
+    Rule,
+    Var,
+    apply_rules,
+    is_all,
+)
 
 
 def _same_shape(m: Match, r: Rewriter) -> Value | None:
@@ -52,7 +62,7 @@ def _compose_perms(m: Match, r: Rewriter) -> Value | None:
     return r.op("permute", [x], {"perm": perm}, layout=m.root.outputs[0].type.layout)
 
 
-def _identity_const(value: float):  # noqa: ANN202 - returns a ReplaceFn
+def _identity_const(value: float) -> ReplaceFn:
     def replace(m: Match, r: Rewriter) -> Value | None:
         ok = is_all(m.array("c"), value) and m.root.outputs[0].type == m["x"].type
         return m["x"] if ok else None
@@ -79,10 +89,10 @@ def _cast_chain(m: Match, r: Rewriter) -> Value | None:
     return r.op("cast", [x], {"dtype": m.root.attrs["dtype"]}, layout=x.type.layout)
 
 
-_PERMUTES = frozenset({"permute", "transpose"})
+_PERMUTES = families.PERMUTES
 
 RULES: tuple[Rule, ...] = (
-    Rule("noop_reshape", Op({"reshape", "flatten", "expand"}, Var("x")), _same_shape),
+    Rule("noop_reshape", Op(families.VIEWS | {"expand"}, Var("x")), _same_shape),
     Rule("identity_permute", Op(_PERMUTES, Var("x")), _identity_perm),
     Rule("permute_permute", Op(_PERMUTES, Op(_PERMUTES, Var("x"), name="inner")), _compose_perms),
     Rule(

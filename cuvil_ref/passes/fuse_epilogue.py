@@ -19,25 +19,33 @@ from typing import Any
 import numpy as np
 
 from cuvil_ref.ir.graph import Graph, Node, Value
+from cuvil_ref.ops import families
+from cuvil_ref.ops.fused import ACTIVATIONS
 from cuvil_ref.passes.base import PassResult
 from cuvil_ref.passes.rewrite import Match, Op, Rewriter, Rule, Var, apply_rules
 
-FUSED = {"conv2d": "fused_conv2d", "linear": "fused_linear", "matmul": "fused_matmul"}
+#: producer -> its fused form (one of ``families.FUSED_PRODUCERS``).
+FUSED = {op: f"fused_{op}" for op in sorted(families.GEMMS | families.CONVS)}
 PRODUCERS = frozenset(FUSED) | frozenset(FUSED.values())
 
-#: activation op -> function of its attrs giving the fused op's activation attrs (or None).
-_ACTIVATION_OF = {
-    "relu": lambda a: {"activation": "relu"},
-    "relu6": lambda a: {"activation": "relu6"},
-    "gelu": lambda a: {"activation": "gelu" if a["approximate"] == "none" else "gelu_tanh"},
-    "silu": lambda a: {"activation": "silu"},
-    "hardswish": lambda a: {"activation": "hardswish"},
-    "clamp": lambda a: {
-        "activation": "clamp",
-        "activation_min": a["min"],
-        "activation_max": a["max"],
-    },
-}
+#: Ops an epilogue can absorb: those the fused ops' ``activation`` attribute spells.
+ACTIVATION_OPS = frozenset(spelled[0] for spelled in ACTIVATIONS.values() if spelled)
+
+
+def _epilogue_activation(act: Node) -> dict[str, Any] | None:
+    """The fused op's activation attrs that compute ``act`` (None: no epilogue spells it)."""
+    for name, spelled in ACTIVATIONS.items():
+        if spelled is None or spelled[0] != act.op:
+            continue
+        if all(act.attrs.get(key) == value for key, value in spelled[1].items()):
+            if act.op != "clamp":
+                return {"activation": name}
+            return {
+                "activation": name,
+                "activation_min": act.attrs["min"],
+                "activation_max": act.attrs["max"],
+            }
+    return None
 
 
 def _parts(m: Match, node: Node) -> tuple[str, list[Value], dict[str, Any], np.ndarray | None]:
@@ -59,7 +67,7 @@ def _zero_bias(node: Node) -> np.ndarray:
         channels = node.inputs[1].type.shape[0]
     else:
         channels = out.shape[-1]
-    return np.zeros((channels,), dtype=out.dtype.numpy)
+    return np.zeros((int(channels),), dtype=out.dtype.numpy)
 
 
 def bias_name(weight: Value) -> str:
@@ -140,9 +148,10 @@ def _bias(m: Match, r: Rewriter) -> Value | None:
 def _activation(m: Match, r: Rewriter) -> Value | None:
     node, act = m.node("prod"), m.root
     bias = _bias_input(m, node)
-    if bias is None or act.op not in _ACTIVATION_OF:
+    attrs = _epilogue_activation(act)
+    if bias is None or attrs is None:
         return None
-    return _rebuild(m, r, node, bias, None, **_ACTIVATION_OF[act.op](act.attrs))
+    return _rebuild(m, r, node, bias, None, **attrs)
 
 
 def _residual(m: Match, r: Rewriter) -> Value | None:
@@ -179,7 +188,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "activation",
         Op(
-            frozenset(_ACTIVATION_OF),
+            ACTIVATION_OPS,
             Op(PRODUCERS, name="prod", one_use=True, exact=False, where=_no_activation),
         ),
         _activation,

@@ -4,7 +4,11 @@ Every node output gets a buffer live from its defining node to its last reader (
 live to the end). Buffers are placed greedily by decreasing size at the lowest aligned offset that
 does not overlap any placed buffer whose lifetime intersects (TFLite's "greedy by size"). An
 elementwise node whose input dies at that node and has the same byte size writes in place into
-the input's buffer. Graph inputs and constants are not in the arena (the caller owns them).
+the input's buffer; a view (``families.VIEWS``: reshape-like ops, the same bytes under a new
+shape) of an arena value shares that value's buffer, which then lives as long as the last of
+them. Graph inputs and constants are not in the arena (the caller owns them); a view of one gets
+a buffer of its own. The compiler plans each partition graph after partitioning, so the plan's
+lifetimes are in the order the partition runs its nodes, and packs use it as given.
 Symbolic shapes are planned for ``bindings`` (default: every symbol = 1) and the plan says so.
 """
 
@@ -14,10 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cuvil_ref.ir.graph import Graph
-from cuvil_ref.ops import get_op
+from cuvil_ref.ops import families, get_op
 
 ALIGNMENT = 64
-_IN_PLACE_CATEGORIES = frozenset({"elementwise", "activation"})
 
 
 @dataclass(frozen=True)
@@ -27,7 +30,8 @@ class Buffer:
     nbytes: int
     start: int  # index of the defining node
     end: int  # index of the last reader (len(nodes) for graph outputs)
-    in_place_of: str | None = None
+    in_place_of: str | None = None  # written over this dying value's buffer (same offset)
+    view_of: str | None = None  # the same bytes as this value (a view; same offset)
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,7 @@ class MemoryPlan:
             "saving": 1.0 - self.arena_bytes / self.naive_bytes if self.naive_bytes else 0.0,
             "buffers": len(self.buffers),
             "in_place": sum(1 for b in self.buffers.values() if b.in_place_of),
+            "views": sum(1 for b in self.buffers.values() if b.view_of),
             "symbol_bindings": dict(self.bindings),
         }
 
@@ -82,19 +87,27 @@ def plan_memory(graph: Graph, bindings: dict[str, int] | None = None) -> MemoryP
         if v.name in start:
             last[v.name] = end
 
-    # In-place candidates: output takes over its first input's buffer when that input dies here.
+    # Views share their input's buffer; in-place candidates take over their first input's
+    # buffer when that buffer dies here (every value sharing it is read for the last time).
     alias: dict[str, str] = {}
+    views: dict[str, str] = {}
+    in_place: dict[str, str] = {}
     for i, node in enumerate(graph.nodes):
         if len(node.outputs) != 1 or not node.inputs:
             continue
-        if get_op(node.op).category not in _IN_PLACE_CATEGORIES:
+        src, out = node.inputs[0].name, node.outputs[0].name
+        if src not in start or size[src] != size[out]:
             continue
-        src = node.inputs[0].name
         root = alias.get(src, src)
-        out = node.outputs[0].name
+        if node.op in families.VIEWS:
+            alias[out], views[out] = root, src
+            last[root] = max(last[root], last[out])
+            continue
+        if not families.is_pointwise(get_op(node.op)):
+            continue
         single_use = sum(1 for v in node.inputs if v.name == src) == 1
-        if src in start and last.get(src) == i and size[src] == size[out] and single_use:
-            alias[out] = root
+        if last[root] == i and single_use:
+            alias[out], in_place[out] = root, src
             last[root] = max(last[root], last[out])
 
     roots = [n for n in start if n not in alias]
@@ -115,8 +128,29 @@ def plan_memory(graph: Graph, bindings: dict[str, int] | None = None) -> MemoryP
     for name in start:
         root = alias.get(name, name)
         buffers[name] = Buffer(
-            name, offsets[root], size[name], start[name], last[name], alias.get(name)
-        )
+            name, offsets[root], size[name], start[name], last[name], in_place.get(name),
+            views.get(name),
+        )  # fmt: skip
     arena = max((o + sz for (o, sz, _, _) in placed), default=0)
     naive = sum(_align(size[n]) for n in start)
     return MemoryPlan(buffers, arena, naive, binds)
+
+
+def memory_report(plans: list[MemoryPlan]) -> dict[str, Any]:
+    """The report of several partitions' plans: totals (each partition has its own arena) and
+    each partition's own report."""
+    arena = sum(p.arena_bytes for p in plans)
+    naive = sum(p.naive_bytes for p in plans)
+    bindings: dict[str, int] = {}
+    for p in plans:
+        bindings.update(p.bindings)
+    return {
+        "planned_peak_bytes": arena,
+        "naive_sum_bytes": naive,
+        "saving": 1.0 - arena / naive if naive else 0.0,
+        "buffers": sum(len(p.buffers) for p in plans),
+        "in_place": sum(1 for p in plans for b in p.buffers.values() if b.in_place_of),
+        "views": sum(1 for p in plans for b in p.buffers.values() if b.view_of),
+        "symbol_bindings": bindings,
+        "partitions": [p.report() for p in plans],
+    }

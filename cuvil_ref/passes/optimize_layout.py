@@ -23,12 +23,12 @@ from collections.abc import Callable
 import numpy as np
 
 from cuvil_ref.ir.graph import Graph, Node, Value
+from cuvil_ref.ops import families
 from cuvil_ref.ops.fused import NHWC_VARIANTS, TO_NCHW, TO_NHWC
 from cuvil_ref.passes.base import PassResult
 from cuvil_ref.passes.rewrite import Rewriter, copy_graph_builder, rename_inputs
 
 NHWC = "NHWC"
-_POINTWISE = frozenset({"elementwise", "activation"})
 
 
 class _Layouts:
@@ -93,7 +93,7 @@ def _conv(st: _Layouts, node: Node, r: Rewriter) -> Value | None:
         if len(node.inputs) > 2:
             bias = node.inputs[2]
         else:
-            zeros = np.zeros((weight.type.shape[0],), dtype=weight.type.dtype.numpy)
+            zeros = np.zeros((int(weight.type.shape[0]),), dtype=weight.type.dtype.numpy)
             bias = r.constant(weight.name.removesuffix("weight") + "bias_zero", zeros)
         inputs = [st.as_nhwc(node.inputs[0], r), weight, bias]
     else:
@@ -115,7 +115,7 @@ def _pool(st: _Layouts, node: Node, r: Rewriter) -> Value | None:
 def _pointwise(st: _Layouts, node: Node, r: Rewriter) -> Value | None:
     from cuvil_ref.ops import get_op
 
-    if get_op(node.op).category not in _POINTWISE or len(node.outputs) != 1:
+    if not families.is_pointwise(get_op(node.op)) or len(node.outputs) != 1:
         return None
     if node.outputs[0].type.rank != 4:
         return None
@@ -166,7 +166,7 @@ def _to_nhwc(graph: Graph) -> PassResult:
     r = Rewriter(st.b, None, st.constants)
     outputs = [st.as_nchw(v, r) for v in graph.outputs]
     st.flush(r)
-    return PassResult(Graph(graph.inputs, st.emitted, outputs, st.constants), True)
+    return PassResult(Graph(graph.inputs, tuple(st.emitted), tuple(outputs), st.constants), True)
 
 
 def make_optimize_layout(layout: str | None = NHWC) -> Callable[[Graph], PassResult]:

@@ -281,7 +281,9 @@ def _try_rules(
                 raise PassError(f"rewrite rule '{rule.name}' built nodes and then declined")
             continue
         want = node.outputs[0].type
-        if value.type != want:
+        # layout and quantization tags are annotations (as in the verifier); a rewrite keeps
+        # shape and dtype, e.g. two int8 permutes composed into one untagged permute
+        if (value.type.shape, value.type.dtype) != (want.shape, want.dtype):
             raise PassError(
                 f"rewrite rule '{rule.name}' replaced {node.describe()} (type {want}) by "
                 f"%{value.name} of type {value.type}; a rewrite must keep the type"

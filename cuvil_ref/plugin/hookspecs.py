@@ -36,7 +36,7 @@ from cuvil_ref.plugin.types import (
 )
 
 PROJECT_NAME = "cuvil"
-PLUGIN_API_VERSION = "1.0"
+PLUGIN_API_VERSION = "1.1"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
@@ -125,12 +125,16 @@ def cuvil_lower_partition(
 
     ``graph`` contains only nodes the pack said it supports; its inputs are the values that
     cross into the partition (numpy arrays at run time) and its outputs those that leave it.
-    ``options`` are the validated target options plus ``"memory_plan"`` (the planned arena
-    offsets of the partition's intermediates, when planning ran) and ``"opt_level"``.
-    Return None if ``target`` is not yours. Called once per partition per compilation; the
-    Executable is reused for every call of the compiled module.
+    ``options`` are the validated target options plus ``"opt_level"`` and ``"memory_plan"``: a
+    :class:`~cuvil_ref.passes.memory_plan.MemoryPlan` made for this partition graph after
+    partitioning (arena offsets of its intermediates and outputs, lifetimes in this graph's node
+    order, pointwise ops in place over a dying input, views sharing their input's bytes). Use it
+    as given: it is exact for the partition. Return None if ``target`` is not yours. Called once
+    per partition per compilation; the Executable is reused for every call of the compiled module.
 
     .. versionadded:: 1.0
+    .. versionchanged:: 1.1
+       ``memory_plan`` is planned per partition (it was planned for the whole graph).
     """
 
 

@@ -98,7 +98,7 @@ class PluginHost:
                     f"built for plugin API {version}, this cuvil-ref provides "
                     f"{hookspecs.PLUGIN_API_VERSION} (same major, minor <= host's is required)"
                 )
-            infos = getattr(plugin, "cuvil_targets", lambda: [])() or []
+            infos: list[Any] = getattr(plugin, "cuvil_targets", lambda: [])() or []
         except Exception as exc:
             record.error = f"{type(exc).__name__}: {exc}"
             self.pm.unregister(plugin)
@@ -205,8 +205,9 @@ def validate_with_specs(
             raise TargetError(
                 f"target '{target}': option '{s.name}' = {value!r} is not one of {list(s.choices)}"
             )
-        if (s.minimum is not None and value < s.minimum) or (
-            s.maximum is not None and value > s.maximum
+        if isinstance(value, (int, float)) and (
+            (s.minimum is not None and value < s.minimum)
+            or (s.maximum is not None and value > s.maximum)
         ):
             raise TargetError(
                 f"target '{target}': option '{s.name}' = {value!r} is outside "

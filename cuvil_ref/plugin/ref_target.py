@@ -53,7 +53,7 @@ def cuvil_targets() -> list[TargetInfo]:
         TargetInfo(
             name=NAME,
             description="reference numpy interpreter (the oracle); runs every op",
-            aliases=("cpu", "numpy", "reference"),
+            aliases=("numpy", "reference"),
             arch="cpu",
         )
     ]

@@ -1,11 +1,15 @@
-"""Integer-exact quantization: the arithmetic every kernel pack reproduces bit for bit.
+"""Quantization: PTQ (calibrate and rewrite into integer ops), QAT, torch.ao import, fp16/bf16
+and mixed precision.
 
-See ``docs/semantics.md``; the implementation is :mod:`cuvil_ref.quant.arith`.
+The integer arithmetic those ops compute lives with the ops, in :mod:`cuvil_ref.ops.qarith`
+(``docs/semantics.md``); it is re-exported here for convenience.
 """
 
 from __future__ import annotations
 
-from cuvil_ref.quant.arith import (
+from typing import Any
+
+from cuvil_ref.ops.qarith import (
     QuantArithError,
     check_accumulator_bound,
     choose_qparams,
@@ -52,9 +56,9 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    # These pull in the op registry (and torch for QAT), which itself imports this package's
-    # arithmetic: load them on first use to keep the import graph acyclic and torch optional.
+def __getattr__(name: str) -> Any:
+    # These pull in the op registry and the passes (and torch for QAT): load them on first use
+    # so that importing the arithmetic stays light and torch optional.
     if name in _LAZY:
         import importlib
 

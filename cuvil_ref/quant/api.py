@@ -1,9 +1,10 @@
 """``quantize_module``: post-training int8 quantization of an IR module, with a report.
 
-Pipeline: fold batch norms into convs, calibrate every float activation on the calibration batches
-with the reference interpreter (:mod:`cuvil_ref.quant.calibrate`), rewrite into integer ops
-(:mod:`cuvil_ref.quant.ptq`), verify, then measure: per-layer SQNR against fp32 on the first
-calibration batch and the output SQNR over all calibration batches.
+Pipeline: fold batch norms into convs (the ``fold_batchnorm`` pass), calibrate every float
+activation on the calibration batches with the reference interpreter
+(:mod:`cuvil_ref.quant.calibrate`), rewrite into integer ops (:mod:`cuvil_ref.quant.ptq`),
+verify, then measure: per-layer SQNR against fp32 on the first calibration batch and the output
+SQNR over all calibration batches.
 """
 
 from __future__ import annotations
@@ -12,23 +13,17 @@ import warnings
 from collections.abc import Collection
 from typing import Any
 
-import numpy as np
-
 from cuvil_ref.errors import QuantizationError
 from cuvil_ref.ir.graph import Graph, Module
 from cuvil_ref.ir.verifier import verify
-from cuvil_ref.quant import arith
+from cuvil_ref.passes.fold_batchnorm import fold_batchnorm
 from cuvil_ref.quant.calibrate import (
     OBSERVERS,
-    Batch,
     normalize_batches,
-    power_ratio_db,
-    record,
-    sqnr_db,
-    walk,
 )
 from cuvil_ref.quant.calibrate import calibrate as run_calibration
-from cuvil_ref.quant.ptq import QValue, fold_batch_norm, quantize_graph
+from cuvil_ref.quant.ptq import quantize_graph
+from cuvil_ref.quant.report import float_fallback, layer_sqnr, output_sqnr, summary
 
 MISSING_DATA = (
     "int8 accuracy needs representative calibration data; without it activation ranges are "
@@ -53,7 +48,7 @@ def quantize_module(
     calibration needed, data only feeds the report's SQNR); ``"mixed"``
     (:mod:`cuvil_ref.quant.mixed`, options ``min_sqnr_db`` and ``fallback_precision``). A graph
     holding quantize/dequantize pairs (a captured QAT or torch.ao-converted model) is lowered
-    with its own scales (:mod:`cuvil_ref.quant.torch_import`).
+    with its own scales (:mod:`cuvil_ref.quant.qdq`).
 
     ``calibration_data`` is an iterable of batches (each a tuple with one array/tensor per graph
     input, or a single array for one-input graphs) or one such batch. When it is ``None`` a
@@ -82,7 +77,7 @@ def quantize_module(
         raise QuantizationError(
             f"quantize_module: unknown mode {mode!r}; choose 'int8', 'fp16', 'bf16' or 'mixed'"
         )
-    from cuvil_ref.quant.torch_import import has_qdq, lower_qdq
+    from cuvil_ref.quant.qdq import has_qdq, lower_qdq
 
     if has_qdq(mod.graph):  # a QAT / torch.ao-converted model: its own scales, no calibration
         return lower_qdq(mod, calibration_data if calibration_data is not None else example_inputs)
@@ -100,78 +95,23 @@ def quantize_module(
                 "representative inputs (each batch a tuple of arrays, one per model input)"
             )
         calibration_data = example_inputs
-    graph = fold_batch_norm(mod.graph)
+    graph = fold_batchnorm(mod.graph).graph
     batches = normalize_batches(graph, calibration_data)
     qparams = run_calibration(graph, batches, observer, **observer_options)
     qgraph, layers, vmap = quantize_graph(graph, qparams, per_channel=per_channel, skip=skip)
     verify(qgraph)
-    _layer_sqnr(graph, qgraph, batches[0], layers, vmap)
+    layer_sqnr(graph, qgraph, batches[0], layers, vmap)
     report = {
         "mode": "int8",
         "observer": observer,
         "per_channel": per_channel,
         "calibration_batches": len(batches),
         "layers": layers,
-        "output_sqnr_db": _output_sqnr(graph, qgraph, batches),
-        "summary": _summary(layers),
-        "float_fallback": [
-            {"node": x["node"], "op": x["op"], "reason": x["reason"]}
-            for x in layers
-            if x["scheme"] == "float-fallback"
-        ],
+        "output_sqnr_db": output_sqnr(graph, qgraph, batches),
+        "summary": summary(layers),
+        "float_fallback": float_fallback(layers),
     }
     metadata = mod.metadata.replace(quantization="int8")
     return Module(qgraph, mod.name, metadata), report
 
 
-def _layer_sqnr(
-    graph: Graph,
-    qgraph: Graph,
-    batch: Batch,
-    layers: list[dict[str, Any]],
-    vmap: dict[str, tuple[str, QValue | None]],
-) -> None:
-    """Add ``sqnr_db`` (fp32 vs quantized, dequantized) to every layer entry, in place."""
-    ref = record(graph, batch)
-    got = record(qgraph, batch)
-    for layer in layers:
-        name = layer.pop("value")
-        if name not in vmap or name not in ref:
-            layer["sqnr_db"] = None
-            continue
-        new_name, q = vmap[name]
-        value = got[new_name]
-        if q is not None:
-            value = arith.dequantize(value, q.scale, q.zp)
-        layer["sqnr_db"] = sqnr_db(ref[name], value) if value.shape == ref[name].shape else None
-
-
-def _output_sqnr(graph: Graph, qgraph: Graph, batches: list[Batch]) -> list[float]:
-    """SQNR of each graph output over all batches (signal and noise summed across batches)."""
-    signal = np.zeros(len(graph.outputs))
-    noise = np.zeros(len(graph.outputs))
-    for batch in batches:
-        ref = walk(graph, batch, lambda name, array: None)
-        got = walk(qgraph, batch, lambda name, array: None)
-        for i, (r, g) in enumerate(zip(ref, got, strict=True)):
-            r64 = r.astype(np.float64)
-            signal[i] += float(np.sum(r64 * r64))
-            noise[i] += float(np.sum((r64 - g.astype(np.float64)) ** 2))
-    return [power_ratio_db(float(s), float(n)) for s, n in zip(signal, noise, strict=True)]
-
-
-def _summary(layers: list[dict[str, Any]]) -> dict[str, int]:
-    counts = {"int8": 0, "pass_through": 0, "fused": 0, "float_fallback": 0}
-    for layer in layers:
-        scheme = layer["scheme"]
-        key = (
-            "int8"
-            if scheme.startswith("int8 per")
-            else "pass_through"
-            if scheme == "int8 pass-through"
-            else "fused"
-            if scheme == "fused"
-            else "float_fallback"
-        )
-        counts[key] += 1
-    return counts

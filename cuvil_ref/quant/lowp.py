@@ -22,16 +22,15 @@ from cuvil_ref.ir.builder import GraphBuilder
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Graph, Module, Node, Value
 from cuvil_ref.ir.verifier import verify
+from cuvil_ref.ops import families
 from cuvil_ref.passes.dce import eliminate_dead_code
 
 LOW: dict[str, DType] = {"fp16": DType.f16, "bf16": DType.bf16}
 PRECISION = {DType.f16: "fp16", DType.bf16: "bf16", DType.f32: "fp32"}
 #: Ops that reduce over many products: their accumulator is f32 whatever the storage type.
-ACCUMULATING = frozenset(
-    {"conv2d", "linear", "matmul", "fused_conv2d", "fused_linear", "fused_matmul"}
-)
+ACCUMULATING = families.ACCUMULATING
 #: Ops kept at their exact dtypes: the int8 boundary (its contract is f32) and integer ops.
-FIXED = frozenset({"quantize", "dequantize"})
+FIXED = families.QUANT_BOUNDARY
 
 
 def _is_float(v: Value) -> bool:
@@ -136,18 +135,18 @@ def quantize_lowp(
     No calibration is needed; given data (or example inputs), the report carries the output
     SQNR against fp32.
     """
-    from cuvil_ref.quant.api import _output_sqnr
+    from cuvil_ref.passes.fold_batchnorm import fold_batchnorm
     from cuvil_ref.quant.calibrate import normalize_batches
-    from cuvil_ref.quant.ptq import fold_batch_norm
+    from cuvil_ref.quant.report import output_sqnr
 
     if mode not in LOW:
         raise QuantizationError(f"quantize_lowp: mode {mode!r} is not one of {list(LOW)}")
-    graph = fold_batch_norm(module.graph)
+    graph = fold_batchnorm(module.graph).graph
     new, layers = to_low_precision(graph, LOW[mode])
     data = calibration_data if calibration_data is not None else example_inputs
     sqnr = None
     if data is not None:
-        sqnr = _output_sqnr(graph, new, normalize_batches(graph, data))
+        sqnr = output_sqnr(graph, new, normalize_batches(graph, data))
     counts: dict[str, int] = {}
     for layer in layers:
         counts[layer["precision"]] = counts.get(layer["precision"], 0) + 1

@@ -24,9 +24,10 @@ import numpy as np
 from cuvil_ref.errors import QuantizationError
 from cuvil_ref.interpreter import check_input, run_node
 from cuvil_ref.ir.graph import Graph, Module
+from cuvil_ref.passes.fold_batchnorm import fold_batchnorm
 from cuvil_ref.quant.calibrate import Batch, calibrate, normalize_batches, power_ratio_db, record
 from cuvil_ref.quant.lowp import LOW, to_low_precision
-from cuvil_ref.quant.ptq import fold_batch_norm, quantize_graph
+from cuvil_ref.quant.ptq import quantize_graph
 
 FALLBACKS = ("fp16", "bf16", "fp32")
 
@@ -63,7 +64,7 @@ class _Search:
         self, kept: Collection[str], low: bool = True
     ) -> tuple[Graph, list[dict[str, Any]], set[str]]:
         graph, layers, _ = quantize_graph(
-            self.graph, self.qparams, per_channel=self.per_channel, skip=kept
+            self.graph, self.qparams, per_channel=self.per_channel, skip_nodes=kept
         )
         low_nodes = set(kept) | {f for k in kept for f in self.fused_into.get(k, [])}
         if low and low_nodes and self.fallback in LOW:
@@ -131,7 +132,7 @@ def quantize_mixed(
             f"quantize='mixed': fallback_precision {fallback_precision!r} is not one of "
             f"{list(FALLBACKS)}"
         )
-    graph = fold_batch_norm(module.graph)
+    graph = fold_batchnorm(module.graph).graph
     batches = normalize_batches(graph, calibration_data)
     qparams = calibrate(graph, batches, observer, **observer_options)
     search = _Search(graph, batches, qparams, per_channel, fallback_precision)

@@ -1,7 +1,7 @@
 """Calibration observers: watch float tensors, then propose ``(scale, zero_point)``.
 
 Each observer has ``update(array)`` (called once per calibration batch) and ``qparams()``. The
-range they pick always goes through :func:`cuvil_ref.quant.arith.choose_qparams`, so it includes 0
+range they pick always goes through :func:`cuvil_ref.ops.qarith.choose_qparams`, so it includes 0
 and never yields a zero scale. Observers are small mutable objects on purpose: they accumulate
 state across batches, which a frozen dataclass cannot.
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cuvil_ref.quant.arith import (
+from cuvil_ref.ops.qarith import (
     INT8_MAX,
     INT8_MIN,
     WEIGHT_QMAX,

@@ -32,15 +32,16 @@ from cuvil_ref.ir.builder import GraphBuilder
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Graph, Node, Value
 from cuvil_ref.ir.types import QuantParams
-from cuvil_ref.ops import REGISTRY, get_op
+from cuvil_ref.ops import REGISTRY, families, get_op, qarith
 from cuvil_ref.ops.qpool import adaptive_windows
 from cuvil_ref.passes.dce import eliminate_dead_code
-from cuvil_ref.quant import arith
 from cuvil_ref.quant.observers import PerChannelMinMaxObserver
+from cuvil_ref.quant.report import io_entry, layer_entry
 
-#: Ops that run unchanged on int8 data, keeping the input's scale and zero point.
-PASS_THROUGH = frozenset({"flatten", "reshape", "squeeze", "unsqueeze", "identity"})
-ACTIVATIONS = frozenset({"relu", "relu6"})
+#: Ops that run unchanged on int8 data (views: the same bytes, so the same scale and zero point).
+PASS_THROUGH = families.VIEWS
+#: Activations a producer absorbs into its int8 clamp bounds.
+ACTIVATIONS = families.RELUS
 
 
 class Fallback(Exception):  # noqa: N818  (control flow, never escapes this module)
@@ -72,47 +73,6 @@ class QValue:
     zp: int
 
 
-def fold_batch_norm(graph: Graph) -> Graph:
-    """Fold ``batch_norm`` into the preceding ``conv2d`` when the conv's output feeds only it and
-    every parameter is a constant: ``w' = w * g``, ``b' = (b - mean) * g + beta`` with
-    ``g = weight / sqrt(var + eps)`` (float64 host math, stored as float32)."""
-    users, consts = graph.users(), graph.constants
-    producer = graph.producers()
-    outputs = {v.name for v in graph.outputs}
-    new_consts = dict(consts)
-    folded: dict[str, Node] = {}  # conv output name -> replacement conv (named like the BN output)
-    drop: set[int] = set()
-    for bn in graph.nodes:
-        conv = producer.get(bn.inputs[0].name)
-        if bn.op != "batch_norm" or conv is None or conv.op != "conv2d":
-            continue
-        params = [v.name for v in bn.inputs[1:]] + [v.name for v in conv.inputs[1:]]
-        if (
-            len(users.get(conv.output.name, [])) != 1
-            or conv.output.name in outputs
-            or not all(p in consts for p in params)
-        ):
-            continue
-        mean, var = (np.asarray(consts[v.name], np.float64) for v in bn.inputs[1:3])
-        gamma = np.ones_like(mean) if len(bn.inputs) < 4 else consts[bn.inputs[3].name]
-        beta = np.zeros_like(mean) if len(bn.inputs) < 5 else consts[bn.inputs[4].name]
-        g = np.asarray(gamma, np.float64) / np.sqrt(var + float(bn.attrs["eps"]))
-        w = np.asarray(consts[conv.inputs[1].name], np.float64)
-        b = np.zeros_like(mean) if len(conv.inputs) < 3 else consts[conv.inputs[2].name]
-        wname, bname = f"{conv.inputs[1].name}.bnfold", f"{bn.output.name}.bnfold_bias"
-        new_consts[wname] = (w * g[:, None, None, None]).astype(np.float32)
-        new_consts[bname] = ((np.asarray(b, np.float64) - mean) * g + beta).astype(np.float32)
-        x = conv.inputs[0]
-        inputs = (x, Value(wname, conv.inputs[1].type), Value(bname, bn.inputs[1].type))
-        folded[conv.output.name] = Node("conv2d", inputs, bn.outputs, conv.attrs, bn.provenance)
-        drop.add(id(bn))
-    if not folded:
-        return graph
-    nodes = [folded.get(n.outputs[0].name, n) for n in graph.nodes if id(n) not in drop]
-    used = {v.name for n in nodes for v in n.inputs} | {v.name for v in graph.outputs}
-    return graph.replace(nodes=nodes, constants={k: a for k, a in new_consts.items() if k in used})
-
-
 class Rewriter:
     """One forward walk over ``graph`` building the quantized graph and its per-node report.
 
@@ -127,11 +87,14 @@ class Rewriter:
         *,
         per_channel: bool = True,
         skip: Collection[str] = (),
+        skip_nodes: Collection[str] = (),
         rules: Mapping[str, Rule] | None = None,
     ) -> None:
         self.graph, self.qparams = graph, qparams
         self.rules: Mapping[str, Rule] = RULES if rules is None else rules
         self.per_channel, self.skip = per_channel, set(skip)
+        # node names only: a node named like an op ('conv2d') must not skip every conv
+        self.skip_nodes = set(skip_nodes)
         self.b = GraphBuilder()
         self.floats: dict[str, Value] = {}
         self.ints: dict[str, QValue] = {}
@@ -183,7 +146,8 @@ class Rewriter:
         readers = self.users.get(out, [])
         if out in self.outputs or len(readers) != 1 or readers[0].op not in ACTIVATIONS:
             return None
-        return readers[0] if readers[0].outputs[0].name not in self.skip else None
+        name = readers[0].outputs[0].name
+        return readers[0] if name not in self.skip and name not in self.skip_nodes else None
 
     def emit(
         self,
@@ -223,10 +187,11 @@ class Rewriter:
         for node in self.graph.nodes:
             name = node.outputs[0].name
             if id(node) in self.fused:
-                self.layers.append(_layer(node, "fused", f"fused into %{self.fused[id(node)]}"))
+                joined = f"fused into %{self.fused[id(node)]}"
+                self.layers.append(layer_entry(node, "fused", joined))
                 continue
             rule = self.rule_for(node)
-            if name in self.skip or node.op in self.skip:
+            if name in self.skip or node.op in self.skip or name in self.skip_nodes:
                 reason = "skipped by the caller (skip=...)"
             elif rule is None:
                 reason = f"op '{node.op}' has no int8 form"
@@ -252,7 +217,7 @@ class Rewriter:
         )
         for old, new in zip(node.outputs, outs, strict=True):
             self.floats[old.name] = new
-        self.layers.append(_layer(node, "float-fallback", reason))
+        self.layers.append(layer_entry(node, "float-fallback", reason))
 
     def fuse(self, node: Node, allowed: bool = True) -> tuple[str | None, str]:
         """(activation kind, name of the final original value) for ``node``."""
@@ -269,29 +234,6 @@ class Rewriter:
 
 def _boundary(q: QValue) -> dict[str, Any]:
     return {"scale": (float(q.scale),), "zero_point": (q.zp,)}
-
-
-def _layer(node: Node, scheme: str, reason: str | None = None, **info: Any) -> dict[str, Any]:
-    return {
-        "node": node.outputs[0].name,
-        "op": node.op,
-        "scheme": scheme,
-        "reason": reason,
-        "qop": None,
-        "fused": None,
-        "value": node.outputs[0].name,
-        **info,
-    }
-
-
-def _io(inputs: list[QValue], out: QValue | tuple[np.float32, int]) -> dict[str, Any]:
-    scale, zp = (out.scale, out.zp) if isinstance(out, QValue) else out
-    return {
-        "input_scale": [float(q.scale) for q in inputs],
-        "input_zero_point": [q.zp for q in inputs],
-        "output_scale": float(scale),
-        "output_zero_point": int(zp),
-    }
 
 
 # --- rules ---------------------------------------------------------------------------------------
@@ -311,10 +253,10 @@ def _quantize_weight(rw: Rewriter, w: np.ndarray) -> tuple[np.ndarray, np.ndarra
         scales, _ = obs.qparams()
     else:
         amax = float(np.abs(w).max()) if w.size else 0.0
-        s, _ = arith.choose_qparams(-amax, amax, True, arith.WEIGHT_QMIN, arith.WEIGHT_QMAX)
+        s, _ = qarith.choose_qparams(-amax, amax, True, qarith.WEIGHT_QMIN, qarith.WEIGHT_QMAX)
         scales = np.full(w.shape[0], s, np.float32)
-    qw = arith.quantize(
-        w, scales, np.zeros(len(scales), np.int64), arith.WEIGHT_QMIN, arith.WEIGHT_QMAX, axis=0
+    qw = qarith.quantize(
+        w, scales, np.zeros(len(scales), np.int64), qarith.WEIGHT_QMIN, qarith.WEIGHT_QMAX, axis=0
     )
     return qw, scales
 
@@ -340,20 +282,20 @@ def _accumulating(
     max_bias = 0
     if bias is not None:
         qb = np.rint(np.asarray(bias, np.float64) / bias_scale)
-        if np.abs(qb).max(initial=0) > arith.INT32_MAX:
+        if np.abs(qb).max(initial=0) > qarith.INT32_MAX:
             raise Fallback("the int32 bias overflows at scale s_in * s_w")
         qb = qb.astype(np.int32)
         max_bias = int(np.abs(qb.astype(np.int64)).max(initial=0))
         inputs.append(rw.const(f"{node.inputs[-1].name}_q", qb))
     try:
-        arith.check_accumulator_bound(k, max_bias)
+        qarith.check_accumulator_bound(k, max_bias)
     except QuantizationError as exc:
         raise Fallback(f"{exc}") from exc
     ratios = [float(xq.scale) * float(s) / float(out[0]) for s in sw]
     if not rw.per_channel:
         ratios = ratios[:1]
-    mult, shift = arith.quantize_multipliers(ratios)
-    qmin, qmax = arith.relu_bounds(kind, out[0], out[1])
+    mult, shift = qarith.quantize_multipliers(ratios)
+    qmin, qmax = qarith.relu_bounds(kind, out[0], out[1])
     attrs = {
         **attrs,
         "x_zp": xq.zp,
@@ -364,13 +306,13 @@ def _accumulating(
     }
     q = rw.emit(node, op, inputs, attrs, out, final)
     rw.claim(node, kind, final)
-    return _layer(
+    return layer_entry(
         node,
         qweight.scheme,
         qop=op,
         fused=kind,
         value=final,
-        **_io([xq], q),
+        **io_entry([xq], q),
         weight_scales={"min": float(sw.min()), "max": float(sw.max()), "count": int(sw.size)},
         **qweight.info,
     )
@@ -406,8 +348,8 @@ def _matmul(rw: Rewriter, node: Node) -> dict[str, Any]:
     kind, final = rw.fuse(node)
     out = rw.out_params(final)
     aq, bq = rw.as_int8(a), rw.as_int8(b)
-    mult, shift = arith.quantize_multiplier(float(aq.scale) * float(bq.scale) / float(out[0]))
-    qmin, qmax = arith.relu_bounds(kind, out[0], out[1])
+    mult, shift = qarith.quantize_multiplier(float(aq.scale) * float(bq.scale) / float(out[0]))
+    qmin, qmax = qarith.relu_bounds(kind, out[0], out[1])
     attrs = {
         "a_zp": aq.zp,
         "b_zp": bq.zp,
@@ -418,8 +360,8 @@ def _matmul(rw: Rewriter, node: Node) -> dict[str, Any]:
     }
     q = rw.emit(node, "qmatmul", [aq.value, bq.value], attrs, out, final)
     rw.claim(node, kind, final)
-    return _layer(
-        node, "int8 per-tensor", qop="qmatmul", fused=kind, value=final, **_io([aq, bq], q)
+    return layer_entry(
+        node, "int8 per-tensor", qop="qmatmul", fused=kind, value=final, **io_entry([aq, bq], q)
     )
 
 
@@ -430,18 +372,19 @@ def _binary(op: str) -> Callable[[Rewriter, Node], dict[str, Any]]:
         aq, bq = rw.as_int8(node.inputs[0]), rw.as_int8(node.inputs[1])
         so = float(out[0])
         if op == "qadd":
-            mults, shift = arith.shared_shift_multipliers(
+            mults, shift = qarith.shared_shift_multipliers(
                 [float(aq.scale) / so, float(bq.scale) / so]
             )
             rescale = {"multiplier": mults, "shift": (shift,)}
         else:
-            m, s = arith.quantize_multiplier(float(aq.scale) * float(bq.scale) / so)
+            m, s = qarith.quantize_multiplier(float(aq.scale) * float(bq.scale) / so)
             rescale = {"multiplier": (m,), "shift": (s,)}
-        qmin, qmax = arith.relu_bounds(kind, out[0], out[1])
+        qmin, qmax = qarith.relu_bounds(kind, out[0], out[1])
         attrs = {"a_zp": aq.zp, "b_zp": bq.zp, **rescale, "qmin": qmin, "qmax": qmax}
         q = rw.emit(node, op, [aq.value, bq.value], attrs, out, final)
         rw.claim(node, kind, final)
-        return _layer(node, "int8 per-tensor", qop=op, fused=kind, value=final, **_io([aq, bq], q))
+        io = io_entry([aq, bq], q)
+        return layer_entry(node, "int8 per-tensor", qop=op, fused=kind, value=final, **io)
 
     return rule
 
@@ -449,7 +392,7 @@ def _binary(op: str) -> Callable[[Rewriter, Node], dict[str, Any]]:
 def _concat(rw: Rewriter, node: Node) -> dict[str, Any]:
     out = rw.out_params(node.outputs[0].name)
     qs = [rw.as_int8(v) for v in node.inputs]
-    mult, shift = arith.quantize_multipliers([float(q.scale) / float(out[0]) for q in qs])
+    mult, shift = qarith.quantize_multipliers([float(q.scale) / float(out[0]) for q in qs])
     attrs = {
         "axis": node.attrs.get("axis", 0),
         "x_zp": tuple(q.zp for q in qs),
@@ -457,7 +400,7 @@ def _concat(rw: Rewriter, node: Node) -> dict[str, Any]:
         "shift": tuple(int(s) for s in shift),
     }
     q = rw.emit(node, "qconcat", [q.value for q in qs], attrs, out, node.outputs[0].name)
-    return _layer(node, "int8 per-tensor", qop="qconcat", **_io(qs, q))
+    return layer_entry(node, "int8 per-tensor", qop="qconcat", **io_entry(qs, q))
 
 
 def _window(node: Node) -> dict[str, Any]:
@@ -478,7 +421,7 @@ def _window(node: Node) -> dict[str, Any]:
 
 def _pool_table(xq: QValue, out: tuple[np.float32, int], n_max: int) -> dict[str, Any]:
     ratios = [float(xq.scale) / (float(out[0]) * n) for n in range(1, n_max + 1)]
-    mult, shift = arith.quantize_multipliers(ratios)
+    mult, shift = qarith.quantize_multipliers(ratios)
     return {
         "x_zp": xq.zp,
         "multiplier": tuple(int(m) for m in mult),
@@ -499,7 +442,7 @@ def _avg_pool2d(rw: Rewriter, node: Node) -> dict[str, Any]:
         **_pool_table(xq, out, kh * kw),
     }
     q = rw.emit(node, "qavg_pool2d", [xq.value], attrs, out, node.outputs[0].name)
-    return _layer(node, "int8 per-tensor", qop="qavg_pool2d", **_io([xq], q))
+    return layer_entry(node, "int8 per-tensor", qop="qavg_pool2d", **io_entry([xq], q))
 
 
 def _adaptive_avg_pool2d(rw: Rewriter, node: Node) -> dict[str, Any]:
@@ -512,7 +455,7 @@ def _adaptive_avg_pool2d(rw: Rewriter, node: Node) -> dict[str, Any]:
     n_max = int(adaptive_windows(h, oh)[2].max()) * int(adaptive_windows(w, ow)[2].max())
     attrs = {"output_size": (oh, ow), **_pool_table(xq, out, n_max)}
     q = rw.emit(node, "qadaptive_avg_pool2d", [xq.value], attrs, out, node.outputs[0].name)
-    return _layer(node, "int8 per-tensor", qop="qadaptive_avg_pool2d", **_io([xq], q))
+    return layer_entry(node, "int8 per-tensor", qop="qadaptive_avg_pool2d", **io_entry([xq], q))
 
 
 def _typed(
@@ -530,7 +473,7 @@ def _typed(
         output_types=[t.with_quant(quant)],
     )
     rw.ints[node.outputs[0].name] = QValue(v, xq.scale, xq.zp)
-    return _layer(node, "int8 pass-through", qop=op, **_io([xq], (xq.scale, xq.zp)))
+    return layer_entry(node, "int8 pass-through", qop=op, **io_entry([xq], (xq.scale, xq.zp)))
 
 
 def _int8_input(rw: Rewriter, node: Node) -> QValue:
@@ -559,7 +502,7 @@ def _pass_through(rw: Rewriter, node: Node) -> dict[str, Any]:
 def _activation(rw: Rewriter, node: Node) -> dict[str, Any]:
     """A relu/relu6 not fused into its producer: an integer clamp at the input's params."""
     xq = _int8_input(rw, node)
-    lo, hi = arith.relu_bounds(node.op, xq.scale, xq.zp)
+    lo, hi = qarith.relu_bounds(node.op, xq.scale, xq.zp)
     return _typed(rw, node, "clamp", [xq.value], {"min": float(lo), "max": float(hi)}, xq)
 
 
@@ -578,6 +521,11 @@ RULES: dict[str, Rule] = {
     **{op: _pass_through for op in PASS_THROUGH if op in REGISTRY},
 }
 
+# Integer transformer ops (softmax, layer_norm, GELU tables, int8 data movement, constants).
+from cuvil_ref.quant.transformer_rules import transformer_rules  # noqa: E402
+
+RULES.update(transformer_rules(RULES))
+
 
 def quantize_graph(
     graph: Graph,
@@ -585,14 +533,17 @@ def quantize_graph(
     *,
     per_channel: bool = True,
     skip: Collection[str] = (),
+    skip_nodes: Collection[str] = (),
 ) -> tuple[Graph, list[dict[str, Any]], dict[str, tuple[str, QValue | None]]]:
     """Rewrite a calibrated float graph; returns (graph, per-node report, value map).
+
+    ``skip`` keeps nodes in float by op name or output name; ``skip_nodes`` by output name only.
 
     The value map sends each original value name to ``(new name, QValue or None)``: its live int8
     version (with its params) if one exists, else its live float version. Nodes left dead by a
     rule that fell back half way (a quantize nobody reads) are removed.
     """
-    rw = Rewriter(graph, qparams, per_channel=per_channel, skip=skip)
+    rw = Rewriter(graph, qparams, per_channel=per_channel, skip=skip, skip_nodes=skip_nodes)
     new = eliminate_dead_code(rw.run()).graph
     live = {v.name for v in new.inputs} | {v.name for n in new.nodes for v in n.outputs}
     vmap: dict[str, tuple[str, QValue | None]] = {

@@ -10,7 +10,7 @@ Conv + BatchNorm pairs are fused so that BN folds into the quantized weight, as 
 
 After fine-tuning, :func:`freeze_qat` stops the observers and BN statistics and puts the model in
 eval mode; ``cuvil.torch.compile(model, quantize="int8")`` (or :func:`convert_qat`) then builds
-exactly the integer model implied by the learned scales (:mod:`cuvil_ref.quant.torch_import`).
+exactly the integer model implied by the learned scales (:mod:`cuvil_ref.quant.qdq`).
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def convert_qat(
     pipeline.
     """
     from cuvil_ref.frontend import torch_to_cuvilir
-    from cuvil_ref.quant.torch_import import has_qdq, lower_qdq
+    from cuvil_ref.quant.qdq import has_qdq, lower_qdq
 
     examples = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
     module = torch_to_cuvilir(model, example_inputs=tuple(examples), capture="fx")

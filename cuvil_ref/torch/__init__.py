@@ -2,7 +2,7 @@
 
 Capture (torch.fx or torch.export, see ``cuvil_ref.frontend``) produces the IR; everything after
 that — quantization, the pass pipeline, memory planning, partitioning and lowering through the
-target's kernel pack, the compile cache — is ``cuvil_ref.compiler.compile_module``.
+target's kernel pack, the compile cache — is ``cuvil_ref.lowering.compiler.compile_module``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_ref.errors import CaptureError, CuvilError, InputError
+from cuvil_ref.errors import CaptureError, CuvilError, InputError, TorchExportError
 from cuvil_ref.ir.graph import Module
 from cuvil_ref.torch.compiled import CompiledModule
 
@@ -29,14 +29,20 @@ def _signature(model: Any) -> inspect.Signature | None:
 
 
 def _capture(
-    model: Any, examples: tuple[Any, ...], capture: str, dynamic_dims: Any, dynamic_batch: bool
+    model: Any,
+    examples: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    capture: str,
+    dynamic_dims: Any,
+    dynamic_batch: bool,
 ) -> tuple[Module, str]:
     from cuvil_ref.frontend import torch_to_cuvilir
 
     def run(mode: str) -> Module:
         return torch_to_cuvilir(
             model,
-            example_inputs=examples,
+            example_inputs=examples if examples or not kwargs else None,
+            example_kwargs=kwargs or None,
             capture=mode,
             dynamic_dims=dynamic_dims,
             dynamic_batch=dynamic_batch,
@@ -46,9 +52,10 @@ def _capture(
         return run(capture), capture
     try:
         return run("export"), "export"
-    except CaptureError as export_error:
-        if "training mode" in str(export_error):
-            raise
+    except TorchExportError as export_error:
+        # torch.export could not trace the model (data-dependent Python, say): torch.fx may.
+        # A model that exported but holds an op Cuvil refuses keeps that error: fx would only
+        # trace the same op, or worse, bake a call such as torch.rand(3) into a constant.
         try:
             return run("fx"), "fx"
         except CaptureError as fx_error:
@@ -63,7 +70,7 @@ class _LazyCompiled(CompiledModule):
 
     def __init__(
         self,
-        build: Callable[[tuple[Any, ...]], CompiledModule],
+        build: Callable[[tuple[Any, ...], dict[str, Any]], CompiledModule],
         signature: inspect.Signature | None,
     ) -> None:
         self._build = build
@@ -72,10 +79,8 @@ class _LazyCompiled(CompiledModule):
 
     def _ensure(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> CompiledModule:
         if self._compiled is None:
-            values = args
-            if kwargs and self._lazy_signature is not None:
-                values = tuple(self._lazy_signature.bind(*args, **kwargs).arguments.values())
-            self._compiled = self._build(values)
+            tensors = {k: v for k, v in kwargs.items() if v is not None}
+            self._compiled = self._build(args, tensors)
         return self._compiled
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -89,7 +94,7 @@ class _LazyCompiled(CompiledModule):
             )
         return self._compiled
 
-    @property  # type: ignore[override]
+    @property
     def module(self) -> Module:
         return self._done("module").module
 
@@ -126,6 +131,7 @@ def compile(
     fallback: str = "allow",
     cache: bool | None = None,
     quant_options: dict[str, Any] | None = None,
+    example_kwargs: dict[str, Any] | None = None,
 ) -> CompiledModule:
     """Compile ``model`` for ``target``; the result is called like the model.
 
@@ -135,18 +141,23 @@ def compile(
     "mixed"; int8 calibrates on ``calibration_data`` (an iterable of input tuples or single
     tensors; default: the example inputs, with a warning). ``opt_level`` 0..3 (see
     ``cuvil_ref.passes.pipeline``). ``dynamic_dims={0: "batch"}`` (per input) or
-    ``dynamic_batch=True`` make sizes symbolic. ``capture="auto"`` tries torch.export (Core ATen
-    plus Cuvil's preserved ops, a closed vocabulary), then torch.fx. ``fallback="error"``
+    ``dynamic_batch=True`` make sizes symbolic. ``capture="auto"`` uses torch.export (Core ATen
+    plus Cuvil's preserved ops, a closed vocabulary), and torch.fx only where torch.export cannot
+    trace the model. ``fallback="error"``
     forbids running unsupported nodes on ``ref``.
     ``cache``: use the on-disk compile cache (default on; ``CUVIL_CACHE=0`` turns it off).
     ``quant_options``: passed to the quantizer (``observer="percentile"``, ``per_channel``,
     ``min_sqnr_db`` for "mixed"...; see ``cuvil_ref.quant.quantize_module``).
+    ``example_kwargs``: keyword inputs by forward parameter name (``{"attention_mask": m}``);
+    ``example_inputs`` may also be such a dict. The compiled module is then called like the
+    model (``cm(ids, attention_mask=m)``) and returns the model's own output structure
+    (``ModelOutput``, namedtuple, dataclass, nested containers).
     Without ``example_inputs`` the model is captured on its first call.
     """
-    from cuvil_ref.compiler import QUANTIZE_MODES, _merge_options, compile_module
+    from cuvil_ref.lowering.compiler import QUANTIZE_MODES, compile_module, merge_options
     from cuvil_ref.plugin.host import get_host
 
-    spec = get_host().resolve(_merge_options(target, options))  # fail early on a bad target
+    spec = get_host().resolve(merge_options(target, options))  # fail early on a bad target
     if quantize not in QUANTIZE_MODES:
         raise CuvilError(f"quantize={quantize!r} is not one of {list(QUANTIZE_MODES)}")
     if capture not in CAPTURE_MODES:
@@ -157,8 +168,8 @@ def compile(
         raise CuvilError(f"fallback={fallback!r} is not one of ['allow', 'error']")
     signature = _signature(model)
 
-    def build(examples: tuple[Any, ...]) -> CompiledModule:
-        module, mode = _capture(model, examples, capture, dynamic_dims, dynamic_batch)
+    def build(examples: tuple[Any, ...], kwargs: dict[str, Any]) -> CompiledModule:
+        module, mode = _capture(model, examples, kwargs, capture, dynamic_dims, dynamic_batch)
         calib = None
         if quantize in ("int8", "mixed"):
             if calibration_data is None:
@@ -168,7 +179,7 @@ def compile(
                     UserWarning,
                     stacklevel=3,
                 )
-                calib = [_to_numpy_batch(examples)]
+                calib = [_to_numpy_batch((*examples, *kwargs.values()))]
             else:
                 calib = [_to_numpy_batch(b) for b in calibration_data]
         program = compile_module(
@@ -185,10 +196,18 @@ def compile(
         )
         return CompiledModule(program, capture=mode, signature=signature, options=options)
 
-    if example_inputs is None:
+    if isinstance(example_inputs, dict):
+        if example_kwargs:
+            raise InputError(
+                "give keyword inputs either as example_inputs={...} or example_kwargs"
+            )
+        example_inputs, example_kwargs = (), example_inputs
+    if example_inputs is None and not example_kwargs:
         return _LazyCompiled(build, signature)
-    examples = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
-    return build(tuple(examples))
+    examples: Any = () if example_inputs is None else example_inputs
+    if not isinstance(examples, (tuple, list)):
+        examples = (examples,)
+    return build(tuple(examples), dict(example_kwargs or {}))
 
 
 __all__ = ["CompiledModule", "compile"]

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import concurrent.futures
 import inspect
+import json
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from cuvil_ref.errors import InputError
-from cuvil_ref.frontend import output_structure
+from cuvil_ref.frontend import input_names, output_structure, structure
 from cuvil_ref.ir.graph import Module
 from cuvil_ref.ir.types import format_shape
-from cuvil_ref.program import CompiledProgram
+from cuvil_ref.lowering.program import CompiledProgram
 
 
 class CompiledModule:
@@ -38,6 +40,9 @@ class CompiledModule:
         self._signature = signature
         self._options = dict(options or {})
         self._structure = output_structure(program.module)
+        self._input_names = input_names(program.module)
+        ranges = program.module.metadata.get("dim_ranges")
+        self._dim_ranges: dict[str, list[int | None]] = json.loads(ranges) if ranges else {}
 
     @property
     def module(self) -> Module:
@@ -46,7 +51,7 @@ class CompiledModule:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         values = self._bind(args, kwargs)
-        arrays, torch_in = [], False
+        arrays, torch_in = [], not values  # no inputs at all: a torch model gives torch
         for x in values:
             array, is_torch = _to_numpy(x)
             torch_in = torch_in or is_torch
@@ -56,11 +61,14 @@ class CompiledModule:
         if torch_in:
             import torch
 
-            outs = [torch.from_numpy(np.require(o, requirements="CW")) for o in outs]
-        return _rebuild(self._structure, outs)
+            tensors = [torch.from_numpy(np.require(o, requirements=["C", "W"])) for o in outs]
+            return structure.rebuild(self._structure, tensors)
+        return structure.rebuild(self._structure, outs)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
         n = len(self.module.inputs)
+        if self._input_names is not None and self._signature is not None:
+            return self._bind_by_name(args, kwargs)
         if self._signature is None or not kwargs:
             if kwargs:
                 raise InputError(
@@ -78,6 +86,39 @@ class CompiledModule:
         if len(values) != n:
             raise InputError(self._count_message(len(values)))
         return values
+
+    def _bind_by_name(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+        """Bind the call to the model's forward signature and pick the compiled inputs by
+        parameter name (keyword inputs such as ``attention_mask`` included)."""
+        assert self._signature is not None and self._input_names is not None
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise InputError(
+                f"cannot bind the call to the model's signature: {exc}; "
+                f"{self._count_message(len(args) + len(kwargs))}"
+            ) from exc
+        given: dict[str, Any] = {}
+        for k, v in bound.arguments.items():
+            kind = self._signature.parameters[k].kind
+            if kind == inspect.Parameter.VAR_KEYWORD:
+                given.update({kk: vv for kk, vv in v.items() if vv is not None})
+            elif v is not None:
+                given[k] = v
+        wanted = self._input_names
+        missing = [k for k in wanted if k not in given]
+        if missing:
+            raise InputError(
+                f"the model was compiled with inputs {wanted}; this call does not give "
+                f"{missing}"
+            )
+        extra = [k for k in given if k not in wanted]
+        if extra:
+            raise InputError(
+                f"the model was compiled without {extra} (its inputs: {wanted}); compile with "
+                "example_kwargs that include them to use them"
+            )
+        return [given[k] for k in wanted]
 
     def _count_message(self, got: int) -> str:
         want = ", ".join(f"{v.name}: {v.type}" for v in self.module.inputs)
@@ -106,6 +147,16 @@ class CompiledModule:
                     )
                 else:
                     bound[d] = (int(size), label)
+            for d, size in zip(want.shape, a.shape):
+                if isinstance(d, str) and d in self._dim_ranges:
+                    lo, hi = self._dim_ranges[d]
+                    # torch.export reports sizes from 2 up (it specializes 0 and 1); the graph is
+                    # valid for smaller sizes unless the model itself needs more
+                    if (hi is not None and size > hi) or (lo is not None and lo > 2 and size < lo):
+                        raise InputError(
+                            f"{label}: dim '{d}' is {size}, outside the range [{lo}, "
+                            f"{'inf' if hi is None else hi}] the model was exported for"
+                        )
             if not ok:
                 raise InputError(
                     f"{label}: expected shape [{format_shape(want.shape)}] (symbolic dims accept "
@@ -120,6 +171,8 @@ class CompiledModule:
         """target, partitions, per-pass timings, memory, quantization, cache and pack metrics."""
         data = self.program.report()
         data["capture"] = self._capture
+        folded = self.module.metadata.get("folded_at_capture")
+        data["folded_at_capture"] = json.loads(folded) if folded else {"nodes": 0}
         data["options"] = dict(self._options)
         return data
 
@@ -140,24 +193,9 @@ _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix=
 def _to_numpy(x: Any) -> tuple[np.ndarray, bool]:
     if isinstance(x, np.ndarray):
         return x, False
-    try:
-        import torch
-    except ImportError:  # pragma: no cover
-        torch = None
+    torch = sys.modules.get("torch")  # a tensor can only exist once torch is imported
     if torch is not None and isinstance(x, torch.Tensor):
         from cuvil_ref.frontend.context import to_numpy
 
         return to_numpy(x), True
     raise InputError(f"inputs must be torch tensors or numpy arrays, received {type(x).__name__}")
-
-
-def _rebuild(structure: Any, outs: list[Any]) -> Any:
-    if isinstance(structure, int):
-        return outs[structure]
-    if isinstance(structure, tuple):
-        return tuple(_rebuild(s, outs) for s in structure)
-    if isinstance(structure, list):
-        return [_rebuild(s, outs) for s in structure]
-    if isinstance(structure, dict):
-        return {k: _rebuild(v, outs) for k, v in structure.items()}
-    raise InputError(f"bad output structure {structure!r}")

@@ -14,7 +14,15 @@ import torch
 from torch import nn
 
 from cuvil_ref.errors import CuvilError
-from cuvil_ref.zoo import digits_cnn, mlp, mobilenet_v2, resnet, torch_encoder, transformer_block
+from cuvil_ref.zoo import (
+    digits_cnn,
+    encoders,
+    mlp,
+    mobilenet_v2,
+    resnet,
+    torch_encoder,
+    transformer_block,
+)
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,8 @@ _ENTRIES: dict[str, ZooEntry] = {
     "transformer_block": ZooEntry(
         transformer_block.transformer_block, transformer_block.INPUT_SHAPE
     ),
+    "bert_like": ZooEntry(encoders.bert_like, encoders.BERT_INPUT_SHAPE),
+    "vit_like": ZooEntry(encoders.vit_like, encoders.VIT_INPUT_SHAPE),
     "torch_encoder_layer": ZooEntry(
         torch_encoder.torch_encoder_layer, torch_encoder.INPUT_SHAPE, captures=("export",)
     ),

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.cli.conftest import invoke
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,6 +86,7 @@ def run_module(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_subprocess_targets_and_error_status(tmp_path: Path) -> None:
     ok = run_module("targets", "--json")
     assert ok.returncode == 0, ok.stderr
@@ -93,3 +96,28 @@ def test_subprocess_targets_and_error_status(tmp_path: Path) -> None:
     assert bad.stderr.startswith("error: ") and "Traceback" not in bad.stderr
     debug = run_module("--debug", "inspect", str(tmp_path / "nope.cuvilir"))
     assert debug.returncode == 1 and "Traceback" in debug.stderr
+
+
+def test_repeated_input_shape_for_a_one_input_model(model_file: Path) -> None:
+    result = invoke("compile", f"{model_file}:make", "--input-shape", "2,8", "--input-shape", "3,8")
+    assert result.exit_code == 1
+    line = one_error_line(result.stderr)
+    assert "Tiny.forward(x) takes 1 input(s), but 2 input shapes" in line
+    assert "one --input-shape per input" in line
+
+
+def test_trusted_key_without_cryptography(
+    artifact: Path, x_npy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = tmp_path / "k.pub"
+    key.write_bytes(b"\0" * 32)
+    for name in [m for m in sys.modules if m == "cryptography" or m.startswith("cryptography.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "cryptography", None)  # `import cryptography` now fails
+    for args in (
+        ("verify", str(artifact), "--trusted-key", str(key)),
+        ("run", str(artifact), "-i", str(x_npy), "--trusted-key", str(key)),
+    ):
+        result = invoke(*args)
+        assert result.exit_code == 1
+        assert "pip install 'cuvil-ref[sign]'" in one_error_line(result.stderr)

@@ -72,8 +72,8 @@ def test_pack_new(tmp_path: Path) -> None:
     result = invoke("pack", "new", "my-npu", "--dest", str(tmp_path))
     assert result.exit_code == 0, result.output
     root = tmp_path / "my-npu"
-    assert (root / "src" / "cuvil_pack_my_npu" / "plugin.py").is_file()
-    assert 'my-npu = "cuvil_pack_my_npu.plugin"' in (root / "pyproject.toml").read_text()
+    assert (root / "src" / "cuvil_kernels_my_npu" / "plugin.py").is_file()
+    assert 'my-npu = "cuvil_kernels_my_npu.plugin"' in (root / "pyproject.toml").read_text()
     assert str(root) in result.stdout
     again = invoke("pack", "new", "my-npu", "--dest", str(tmp_path))
     assert again.exit_code == 1 and "already exists" in again.stderr

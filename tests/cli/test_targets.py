@@ -45,7 +45,7 @@ def test_targets_json_rows() -> None:
     rows = json.loads(invoke("targets", "--json").stdout)
     ref = next(r for r in rows if r["target"] == "ref")
     assert ref["available"] is True
-    assert "cpu" in ref["aliases"]
+    assert "numpy" in ref["aliases"] and "cpu" not in ref["aliases"]  # cpu is the cpu pack
     assert {"target", "pack", "version", "available", "device", "reason"} <= set(ref)
 
 

@@ -9,7 +9,7 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 import cuvil_ref as cuvil
-from cuvil_ref.frontend import output_structure, torch_to_cuvilir
+from cuvil_ref.frontend import output_structure, structure, torch_to_cuvilir
 from cuvil_ref.zoo import get_model
 from tests.frontend.functional_models import CASES, make
 
@@ -95,7 +95,7 @@ def test_output_structure_is_recorded() -> None:
             return x + 1, [x * 2, {"y": x - 1}]
 
     module = torch_to_cuvilir(M().eval(), input_shape=(2,))
-    assert output_structure(module) == (0, [1, {"y": 2}])
+    assert structure.rebuild(output_structure(module), [0, 1, 2]) == (0, [1, {"y": 2}])
 
 
 def test_scalar_constants_take_the_tensor_dtype() -> None:
@@ -106,3 +106,15 @@ def test_scalar_constants_take_the_tensor_dtype() -> None:
     module = torch_to_cuvilir(M().eval(), input_shape=(2,), dtype=torch.float16)
     assert all(a.dtype == np.float16 for a in module.graph.constants.values())
     assert all(a.shape == () for a in module.graph.constants.values())
+
+
+def test_random_calls_are_refused_not_baked_into_constants() -> None:
+    """fx runs ``torch.rand(3)`` (no tensor arguments) at trace time; baking its result into the
+    graph would make every call return the same "random" numbers."""
+
+    class M(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + torch.rand(3)
+
+    with pytest.raises(cuvil.CuvilError, match="random numbers on every call"):
+        torch_to_cuvilir(M().eval(), input_shape=(2, 3), capture="fx")

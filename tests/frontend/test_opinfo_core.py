@@ -15,6 +15,8 @@ from cuvil_ref.frontend.aten.coverage import inference_core_ops
 from tests.frontend.opinfo.core_ops import opinfo_names
 from tests.frontend.opinfo.harness import opinfo_db, run_opinfo
 
+pytestmark = pytest.mark.slow  # minutes on 2 cores: `scripts/test.sh --quick` leaves it out
+
 LIMIT = int(os.environ.get("CUVIL_OPINFO_LIMIT", "2")) or None
 _DB = opinfo_db()
 

@@ -18,7 +18,7 @@ from cuvil_ref.errors import QuantizationError, ShapeError
 from cuvil_ref.interpreter import interpret
 from cuvil_ref.ir import DType, GraphBuilder, TensorType
 from cuvil_ref.ops import get_op
-from cuvil_ref.quant.arith import quantize_multiplier, shared_shift_multipliers
+from cuvil_ref.ops.qarith import quantize_multiplier, shared_shift_multipliers
 
 # --- naive spec ----------------------------------------------------------------------------------
 

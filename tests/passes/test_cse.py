@@ -43,3 +43,20 @@ def test_different_attrs_or_dtypes_stay_apart() -> None:
     g = b.build([y1, y2, b.op("cast", [c1], {"dtype": "i32"}), c2])
     result = eliminate_common_subexpressions(g)
     assert not result.changed
+
+
+def test_constants_equal_in_value_but_not_in_bytes_stay_apart() -> None:
+    """-0.0 == 0.0, but 1 / -0.0 is -inf: constants merge only when their bytes agree, also when
+    they differ only outside the sampled fingerprint."""
+    b = GraphBuilder()
+    x = b.input("x", f32(3))
+    zero = b.constant("zero", np.zeros(3, np.float32))
+    negzero = b.constant("negzero", -np.zeros(3, np.float32))
+    big1 = b.constant("big1", np.zeros(10000, np.float32))
+    big2_data = np.zeros(10000, np.float32)
+    big2_data[1] = 1.0  # not on the fingerprint's sample stride
+    big2 = b.constant("big2", big2_data)
+    g = b.build([b.op("div", [x, zero]), b.op("div", [x, negzero]), big1, big2])
+    after = eliminate_common_subexpressions(g).graph
+    assert set(after.constants) == {"zero", "negzero", "big1", "big2"}
+    assert_equivalent(g, after, [np.ones(3, np.float32)])

@@ -12,7 +12,7 @@ from tests.passes._graphs import f32, randn
 
 
 def _assert_no_overlap(plan: MemoryPlan) -> None:
-    roots = [b for b in plan.buffers.values() if b.in_place_of is None]
+    roots = [b for b in plan.buffers.values() if b.in_place_of is None and b.view_of is None]
     for a, b in itertools.combinations(roots, 2):
         live_together = not (a.end < b.start or b.end < a.start)
         disjoint = a.offset + a.nbytes <= b.offset or b.offset + b.nbytes <= a.offset
@@ -65,3 +65,38 @@ def _chain_with_pointwise_pairs() -> Graph:
         z = b.op("conv2d", [y, b.constant(f"w{i}", randn(4, 4, 1, 1))])
         y = b.op("tanh", [b.op("exp", [b.op("add", [z, y])])])  # residual, then a chain
     return b.build([y])
+
+
+def test_a_view_shares_its_input_buffer_which_lives_as_long_as_the_view() -> None:
+    b = GraphBuilder()
+    x = b.input("x", f32(4, 8))
+    a = b.op("exp", [x], name="a")
+    v = b.op("reshape", [a], {"shape": (32,)}, name="v")
+    c = b.op("exp", [b.op("neg", [x], name="n")], name="c")  # made while v is still live
+    out = b.op("add", [v, b.op("reshape", [c], {"shape": (32,)}, name="cv")], name="out")
+    plan = plan_memory(b.build([out]))
+    assert plan.buffers["v"].view_of == "a" and plan.buffers["v"].offset == plan.buffers["a"].offset
+    assert plan.buffers["a"].end >= plan.buffers["v"].end  # the shared buffer outlives the view
+    assert plan.report()["views"] == 2
+    _assert_no_overlap(plan)
+
+
+def test_no_in_place_write_over_a_buffer_a_view_still_reads() -> None:
+    b = GraphBuilder()
+    x = b.input("x", f32(4, 8))
+    a = b.op("exp", [x], name="a")
+    v = b.op("reshape", [a], {"shape": (32,)}, name="v")
+    r = b.op("relu", [v], name="r")  # v dies here, but a (the same bytes) is read below
+    out = b.op("add", [r, b.op("reshape", [a], {"shape": (32,)}, name="w")], name="out")
+    plan = plan_memory(b.build([out]))
+    assert plan.buffers["r"].in_place_of is None
+    assert plan.buffers["r"].offset != plan.buffers["a"].offset
+    _assert_no_overlap(plan)
+
+
+def test_a_view_of_a_graph_input_gets_its_own_buffer() -> None:
+    b = GraphBuilder()
+    x = b.input("x", f32(4, 8))
+    v = b.op("flatten", [x], name="v")
+    plan = plan_memory(b.build([b.op("exp", [v], name="e")]))
+    assert plan.buffers["v"].view_of is None and "x" not in plan.buffers

@@ -1,6 +1,6 @@
-"""`cuvil pack new` scaffolds a pack that installs from its own directory, is discovered through
-its entry point, and passes conformance for the op it claims; a broken pack beside it does not
-break the others."""
+"""`cuvil pack new` copies the example pack under new names: the copy installs from its own
+directory, is discovered through its entry point, passes conformance for the ops it claims and
+its own tests; a broken pack beside it does not break the others."""
 
 from __future__ import annotations
 
@@ -31,13 +31,24 @@ def test_bad_names(tmp_path: Path) -> None:
         scaffold_pack("okpack", tmp_path)
 
 
+@pytest.mark.slow
 def test_scaffolded_pack_installs_and_passes_conformance(tmp_path: Path) -> None:
     root = scaffold_pack("acme-npu", tmp_path)
     site = tmp_path / "site"
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(site), str(REPO), str(REPO / "conformance/src")])
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-           "--no-build-isolation", "--target", str(site), str(root)]
+    pip = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-deps",
+        "--no-build-isolation",
+        "--target",
+        str(site),
+        str(root),
+    ]
     done = _run(pip, env, tmp_path)
     assert done.returncode == 0, done.stderr
     # a broken pack, installed the same way, must not break the others
@@ -45,7 +56,8 @@ def test_scaffolded_pack_installs_and_passes_conformance(tmp_path: Path) -> None
     (broken / "src/cuvil_pack_broken").mkdir(parents=True)
     (broken / "src/cuvil_pack_broken/__init__.py").write_text("")
     (broken / "src/cuvil_pack_broken/plugin.py").write_text("raise ImportError('no driver')\n")
-    (broken / "pyproject.toml").write_text(textwrap.dedent("""\
+    (broken / "pyproject.toml").write_text(
+        textwrap.dedent("""\
         [build-system]
         requires = ["setuptools>=68"]
         build-backend = "setuptools.build_meta"
@@ -56,7 +68,8 @@ def test_scaffolded_pack_installs_and_passes_conformance(tmp_path: Path) -> None
         broken = "cuvil_pack_broken.plugin"
         [tool.setuptools.packages.find]
         where = ["src"]
-        """))
+        """)
+    )
     assert _run(pip[:-1] + [str(broken)], env, tmp_path).returncode == 0
     code = textwrap.dedent("""\
         import json, cuvil_ref
@@ -76,3 +89,18 @@ def test_scaffolded_pack_installs_and_passes_conformance(tmp_path: Path) -> None
     assert ("ref", "ref") in rows
     assert data["summary"]["passed"] > 0 and data["summary"]["failed"] == 0
     assert data["status"]["exp"] == "unsupported"
+    pytest_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    tests = _run([*pytest_cmd, str(root / "tests")], env, tmp_path)
+    assert tests.returncode == 0, tests.stdout + tests.stderr
+
+
+def test_the_copy_is_the_example_renamed(tmp_path: Path) -> None:
+    root = scaffold_pack("acme", tmp_path)
+    package = root / "src/cuvil_kernels_acme"
+    assert sorted(p.name for p in package.iterdir()) == [
+        "__init__.py", "executable.py", "kernels.py", "lowering.py", "plugin.py", "py.typed"
+    ]  # fmt: skip
+    assert 'TARGET = "acme"' in (package / "plugin.py").read_text()
+    assert 'acme = "cuvil_kernels_acme.plugin"' in (root / "pyproject.toml").read_text()
+    example = REPO / "cuvil_ref/plugin/example_pack/src/cuvil_kernels_example/kernels.py"
+    assert (package / "kernels.py").read_text() == example.read_text()

@@ -24,6 +24,7 @@ def _bench() -> ModuleType:
     return module
 
 
+@pytest.mark.slow
 def test_digits_int8_accuracy_vs_fp32_and_torch_ao() -> None:
     figures = _bench().digits_figures(epochs=5)
     print(figures)
@@ -32,6 +33,7 @@ def test_digits_int8_accuracy_vs_fp32_and_torch_ao() -> None:
     assert figures["cuvil_int8"] >= figures["torch_ao_int8"] - 0.3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
 def test_zoo_int8_sqnr_vs_torch_ao(name: str) -> None:
     figures = _bench().model_sqnr(name, size=64, batches=2)

@@ -10,8 +10,8 @@ import pytest
 import cuvil_ref  # noqa: F401  (registers the ops)
 from cuvil_ref.errors import QuantizationError
 from cuvil_ref.ir import DType, Graph, GraphBuilder, Module, TensorType
+from cuvil_ref.ops.qarith import MIN_SCALE, choose_qparams
 from cuvil_ref.quant import quantize_module
-from cuvil_ref.quant.arith import MIN_SCALE, choose_qparams
 from cuvil_ref.quant.calibrate import OBSERVERS, calibrate, normalize_batches, sqnr_db
 
 

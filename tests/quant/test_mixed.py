@@ -19,6 +19,7 @@ def resnet() -> tuple[object, list[torch.Tensor]]:
     return torch_to_cuvilir(model, example_inputs=(data[0],)), data
 
 
+@pytest.mark.slow
 def test_budget_between_int8_and_float_is_met_with_some_fp16_layers(resnet) -> None:  # noqa: ANN001
     module, data = resnet
     # all-int8 SQNR first, then a budget 4 dB above it
@@ -40,6 +41,7 @@ def test_budget_between_int8_and_float_is_met_with_some_fp16_layers(resnet) -> N
     assert "qconv2d" in ops and "conv2d" in ops
 
 
+@pytest.mark.slow
 def test_fp32_fallback_reaches_any_budget(resnet) -> None:  # noqa: ANN001
     module, data = resnet
     _, report = quantize_module(module, "mixed", data, min_sqnr_db=200.0, fallback_precision="fp32")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cuvil_ref.quant.arith import MIN_SCALE, QuantArithError, choose_qparams, dequantize, quantize
+from cuvil_ref.ops.qarith import MIN_SCALE, QuantArithError, choose_qparams, dequantize, quantize
 from cuvil_ref.quant.observers import (
     MinMaxObserver,
     MovingAverageMinMaxObserver,

@@ -10,8 +10,8 @@ import pytest
 import cuvil_ref  # noqa: F401  (registers the ops)
 from cuvil_ref.interpreter import interpret
 from cuvil_ref.ir import DType, Graph, GraphBuilder, Module, TensorType, Value, verify
+from cuvil_ref.passes.fold_batchnorm import fold_batchnorm
 from cuvil_ref.quant import quantize_module
-from cuvil_ref.quant.ptq import fold_batch_norm
 
 HEAVY_FLOAT = {
     "conv2d",
@@ -136,7 +136,7 @@ def test_ops_chosen_and_relus_fused() -> None:
 
 def test_batch_norm_folding_preserves_results() -> None:
     graph = conv_pool_linear()
-    folded = fold_batch_norm(graph)
+    folded = fold_batchnorm(graph).graph  # the pass PTQ runs first
     assert "batch_norm" not in folded.op_histogram()
     (x,) = batches((2, 3, 8, 8), 1)[0]
     np.testing.assert_allclose(
@@ -157,15 +157,15 @@ def test_per_tensor_weights() -> None:
 def test_float_fallback_is_reported_and_bracketed() -> None:
     b = GraphBuilder()
     x = b.input("x", TensorType((2, 3, 6, 6), DType.f32))
-    y = b.op("sigmoid", [conv(b, x, 3, 4)])
+    y = b.op("abs", [conv(b, x, 3, 4)])
     out = conv(b, y, 4, 4)
     graph = b.build([out])
     qmod, report = quantize_module(graph, calibration_data=batches((2, 3, 6, 6)))
     ops = [n.op for n in qmod.graph.nodes]
-    i = ops.index("sigmoid")
+    i = ops.index("abs")
     assert ops[i - 1] == "dequantize" and ops[i + 1] == "quantize"
     (entry,) = report["float_fallback"]
-    assert entry["op"] == "sigmoid" and "no int8 form" in entry["reason"]
+    assert entry["op"] == "abs" and "no int8 form" in entry["reason"]
     assert report["output_sqnr_db"][0] > 30
 
 
@@ -226,9 +226,7 @@ def test_all_zero_activation_uses_safe_scale() -> None:
 
 def test_zoo_digits_cnn() -> None:
     pytest.importorskip("torch")
-    frontend = pytest.importorskip("cuvil_ref.frontend")
-    if not hasattr(frontend, "torch_to_cuvilir"):
-        pytest.skip("torch frontend not available")
+    from cuvil_ref import frontend
     from cuvil_ref.zoo import get_model
 
     model, shape = get_model("digits_cnn")
@@ -238,3 +236,18 @@ def test_zoo_digits_cnn() -> None:
     assert report["summary"]["float_fallback"] == 0
     assert {"qconv2d", "qlinear"} <= set(qmod.graph.op_histogram())
     assert report["output_sqnr_db"][0] > 25
+
+
+def test_skip_nodes_names_nodes_not_ops() -> None:
+    """A node named like its op ('conv2d') is skipped alone, not every conv."""
+    from cuvil_ref.quant.calibrate import calibrate, normalize_batches
+    from cuvil_ref.quant.ptq import quantize_graph
+
+    graph = conv_pool_linear()
+    convs = [n.outputs[0].name for n in graph.nodes if n.op == "conv2d"]
+    assert len(convs) > 1
+    data = normalize_batches(graph, batches((2, 3, 8, 8), 1))
+    qparams = calibrate(graph, data, "minmax")
+    qgraph, _, _ = quantize_graph(graph, qparams, skip_nodes=[convs[0]])
+    ops = qgraph.op_histogram()
+    assert ops.get("conv2d") == 1 and ops.get("qconv2d") == len(convs) - 1

@@ -55,6 +55,7 @@ def test_prepare_qat_inserts_fake_quant_with_cuvil_scheme() -> None:
     assert acts and all((m.quant_min, m.quant_max) == (0, 255) for m in acts)
 
 
+@pytest.mark.slow
 def test_fine_tuning_updates_weights_and_observers() -> None:
     qat, x, _ = _fine_tuned()
     # gradients flowed (straight-through) into the conv weights and the observers moved
@@ -63,6 +64,7 @@ def test_fine_tuning_updates_weights_and_observers() -> None:
     assert qat.conv1.weight.grad is not None and float(qat.conv1.weight.grad.abs().sum()) > 0
 
 
+@pytest.mark.slow
 def test_compiled_int8_matches_fake_quant_forward_within_one_step() -> None:
     qat, x, _ = _fine_tuned()
     batch = x[:64]
@@ -94,11 +96,11 @@ def test_convert_qat_uses_the_learned_scales() -> None:
     w = module.graph.constants[conv.inputs[1].name]
     s_w = qat.conv1.weight_fake_quant.scale.numpy()
     assert w.dtype == np.int8 and np.abs(w).max() <= 127
-    from cuvil_ref.quant import arith
+    from cuvil_ref.ops import qarith
 
     s_in = np.float32(fq.scale.item())
     s_out = np.float32(conv.attrs["out_scale"])
-    want = arith.quantize_multipliers([float(s_in) * float(s) / float(s_out) for s in s_w])
+    want = qarith.quantize_multipliers([float(s_in) * float(s) / float(s_out) for s in s_w])
     assert conv.attrs["multiplier"] == tuple(int(m) for m in want[0])
 
 

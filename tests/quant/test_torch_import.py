@@ -13,7 +13,7 @@ from torch import nn
 from cuvil_ref.frontend import torch_to_cuvilir
 from cuvil_ref.interpreter import interpret
 from cuvil_ref.quant import quantize_module
-from cuvil_ref.quant.torch_import import has_qdq, strip_qdq
+from cuvil_ref.quant.qdq import has_qdq, strip_qdq
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

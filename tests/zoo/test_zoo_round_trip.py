@@ -8,9 +8,9 @@ import pytest
 import torch
 
 import cuvil_ref as cuvil
-from cuvil_ref.compiler import compile_module
 from cuvil_ref.frontend import torch_to_cuvilir
 from cuvil_ref.ir.graph import Module
+from cuvil_ref.lowering.compiler import compile_module
 from cuvil_ref.zoo import MODELS, entry, get_model
 
 SMALL = {"resnet18": (1, 3, 32, 32), "resnet50": (1, 3, 32, 32), "mobilenet_v2": (1, 3, 32, 32)}

@@ -50,8 +50,8 @@ class ModelCase:
         try:
             import torch
 
-            from cuvil_ref.compiler import compile_module
             from cuvil_ref.frontend import torch_to_cuvilir
+            from cuvil_ref.lowering.compiler import compile_module
             from cuvil_ref.zoo import get_model
 
             model, _ = get_model(self.name)

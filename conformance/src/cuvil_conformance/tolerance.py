@@ -41,6 +41,7 @@ _EXACT = [
     "amin",
     "argmax",
     "argmin",
+    "topk",
     "max_pool2d",
     "adaptive_max_pool2d",
     "reshape",

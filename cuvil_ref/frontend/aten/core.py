@@ -15,7 +15,7 @@ import numpy as np
 
 from cuvil_ref.errors import CaptureError
 from cuvil_ref.frontend import functional as fn
-from cuvil_ref.frontend.context import Converter, dtype_from_torch
+from cuvil_ref.frontend.context import Converter, SymDim, dtype_from_torch, ir_dim
 from cuvil_ref.ir.graph import Value
 
 Conv = Callable[..., Any]
@@ -54,10 +54,15 @@ def _factory_dtype(dtype: Any, fill: Any) -> Any:
 
 
 def full(cx: Converter, size: Sequence[Any], fill_value: Any, **kwargs: Any) -> Value:
-    """A constant of static ``size`` (a dynamic size becomes an error naming it)."""
-    dims = [int(d) for d in size]
+    """A constant of static ``size``; a size holding an input's symbolic dim (``batch``) becomes
+    a one-element constant expanded to the run-time shape."""
     dtype = dtype_from_torch(_factory_dtype(kwargs.get("dtype"), fill_value))
-    return cx.constant(np.full(dims, fill_value, dtype=dtype.numpy), "full")
+    if all(not isinstance(d, SymDim) for d in size):
+        dims = [int(d) for d in size]
+        return cx.constant(np.full(dims, fill_value, dtype=dtype.numpy), "full")
+    shape = tuple(ir_dim(d) for d in size)
+    one = cx.constant(np.full((1,) * len(shape), fill_value, dtype=dtype.numpy), "full")
+    return cx.op("expand", [one], shape=shape)
 
 
 def full_like(cx: Converter, x: Value, fill_value: Any, **kwargs: Any) -> Value:
@@ -69,6 +74,31 @@ def full_like(cx: Converter, x: Value, fill_value: Any, **kwargs: Any) -> Value:
         return cx.constant(np.full(shape, fill_value, dtype=dtype.numpy), "full_like")
     one = cx.constant(np.full((1,) * len(shape), fill_value, dtype=dtype.numpy), "full_like")
     return cx.op("expand", [one], shape=tuple(shape))
+
+
+def arange(cx: Converter, *args: Any, **kwargs: Any) -> Value:
+    """``aten.arange`` (``end``), ``.start`` (``start, end``), ``.start_step``. Static bounds
+    give a constant (torch computes it); an end that is an input's symbolic dim (``seq``) gives
+    the IR ``arange`` op over that symbol."""
+    import torch
+
+    bounds = [a for a in args if not isinstance(a, torch.dtype)]
+    start, end, step = (0, bounds[0], 1) if len(bounds) == 1 else (*bounds[:2], 1)
+    if len(bounds) >= 3:
+        step = bounds[2]
+    start, end, step = kwargs.pop("start", start), kwargs.pop("end", end), kwargs.pop("step", step)
+    dtype = kwargs.get("dtype")
+    if not any(isinstance(b, SymDim) for b in (start, end, step)):
+        kw = {"dtype": dtype} if dtype is not None else {}
+        return cx.constant(torch.arange(start, end, step, **kw), "arange")
+    if not isinstance(end, SymDim) or end.name is None or start != 0 or step != 1:
+        raise CaptureError(
+            f"arange({start}, {end}, {step}) over a dynamic size: Cuvil supports arange(n) "
+            "where n is an input's dynamic dim; make the other sizes static"
+        )
+    if dtype is None:
+        dtype = torch.int64
+    return cx.op("arange", [], size=(end.name,), dtype=dtype_from_torch(dtype).value)
 
 
 def scalar_tensor(cx: Converter, s: Any, **kwargs: Any) -> Value:
@@ -121,6 +151,7 @@ TABLE: dict[str, Conv] = {
     "aten::softmax": _softmax_int("softmax"),
     "aten::log_softmax": _softmax_int("log_softmax"),
     "aten::full": full,
+    "aten::arange": arange,
     "aten::full_like": full_like,
     "aten::scalar_tensor": scalar_tensor,
     "aten::empty": empty,

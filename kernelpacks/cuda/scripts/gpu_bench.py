@@ -76,7 +76,7 @@ def bench_one(name: str, batch: int, precision: str, args: argparse.Namespace) -
     import torch
 
     from cuvil_ref import frontend, zoo
-    from cuvil_ref.compiler import compile_module
+    from cuvil_ref.lowering.compiler import compile_module
 
     row: dict[str, Any] = {"model": name, "batch": batch, "precision": precision}
     model, shape = zoo.get_model(name)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import cuvil_conformance
 import pytest
 from cuvil_kernels_cuda.lowering import LOWERINGS
 
 from cuvil_ref.ops import REGISTRY
-
-cuvil_conformance = pytest.importorskip("cuvil_conformance")
 
 CLAIMED = sorted(op for op in LOWERINGS if op in REGISTRY)
 INT8_OPS = sorted(op for op in CLAIMED if REGISTRY.get(op).category == "quantized")
@@ -26,10 +25,12 @@ def _check(report: object) -> None:
     assert not missing, f"claimed ops with no passing case: {sorted(missing)}"
 
 
+@pytest.mark.slow
 def test_quick_suite_for_every_claimed_op() -> None:
     _check(cuvil_conformance.run_suite("cuda", ops=CLAIMED, quick=True))
 
 
+@pytest.mark.slow
 def test_full_suite_for_int8_and_some_float_ops() -> None:
     report = cuvil_conformance.run_suite("cuda", ops=INT8_OPS + FULL_FLOAT, quick=False)
     _check(report)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cuvil_ref.compiler import compile_module
 from cuvil_ref.interpreter import interpret
+from cuvil_ref.lowering.compiler import compile_module
 
 torch = pytest.importorskip("torch")
-zoo = pytest.importorskip("cuvil_ref.zoo")
-frontend = pytest.importorskip("cuvil_ref.frontend")
+
+from cuvil_ref import frontend, zoo  # noqa: E402  (both need torch)
 
 MODELS = ["mlp", "digits_cnn"]
 
@@ -21,6 +21,7 @@ def _module(name: str) -> tuple[object, np.ndarray]:
     return frontend.torch_to_cuvilir(model, example_inputs=(x,)), x
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", MODELS)
 def test_float_model_matches_interpreter(name: str) -> None:
     module, x = _module(name)
@@ -42,9 +43,9 @@ def test_float_model_matches_interpreter(name: str) -> None:
         assert m["arena_bytes"] < m["arena_naive_bytes"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", MODELS)
 def test_int8_model_is_bit_exact(name: str) -> None:
-    pytest.importorskip("cuvil_ref.quant")
     module, x = _module(name)
     prog = compile_module(module, "cuda", quantize="int8", calibration_data=[(x,)], cache=False)
     ops = {n.op for lp in prog.lowered if lp.partition.target == "cuda"

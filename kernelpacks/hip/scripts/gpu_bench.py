@@ -74,7 +74,7 @@ def plan_model(name: str, shape: tuple[int, ...]) -> dict[str, Any]:
     """Planning-only summary of a zoo model for the hip target (no GPU needed)."""
     from cuvil_kernels_hip.executable import plan_metrics
     from cuvil_kernels_hip.lowered_sources import plan_graph, zoo_graph
-    from cuvil_kernels_hip.lowering import support_reason
+    from cuvil_kernels_hip.plugin import support_reason
 
     graph = zoo_graph(name, shape)
     declined = [
@@ -96,8 +96,8 @@ def bench_one(name: str, batch: int, dtype: str, warmup: int, iters: int) -> dic
     import numpy as np
     import torch
 
-    from cuvil_ref.compiler import compile_module
     from cuvil_ref.frontend import torch_to_cuvilir
+    from cuvil_ref.lowering.compiler import compile_module
     from cuvil_ref.zoo import get_model
 
     row: dict[str, Any] = {"model": name, "batch": batch, "dtype": dtype}

@@ -59,6 +59,7 @@ def test_subset_covers_float_wmma_and_int8_families() -> None:
     assert any("wmma::" in s.code for s in _graph_sources())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90", "gfx90a"])
 def test_lowered_subset_compiles(arch: str) -> None:
     if shutil.which(compiler_for(arch)) is None:

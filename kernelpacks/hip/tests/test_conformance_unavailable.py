@@ -12,7 +12,6 @@ from cuvil_kernels_hip import plugin
 from cuvil_ref.plugin import host as host_mod
 from cuvil_ref.plugin.host import PackRecord, PluginHost
 
-pytest.importorskip("cuvil_conformance")
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("cupy") is not None, reason="CuPy is installed here"
 )

@@ -21,9 +21,9 @@ def _load() -> ModuleType:
     return module
 
 
+@pytest.mark.slow
 def test_dry_run_writes_plans(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    pytest.importorskip("cuvil_ref.frontend")
     from cuvil_ref.plugin import host as host_mod
 
     previous = host_mod._HOST
@@ -34,7 +34,8 @@ def test_dry_run_writes_plans(tmp_path: Path) -> None:
     result = json.loads((tmp_path / "hip_gpu_check.json").read_text())
     (row,) = result["plans"]
     assert "plan_error" not in row, row
-    assert row["declined"] == [] and row["launches"] == row["nodes"] > 10
+    # one launch per node, except the flatten: a view sharing its input's bytes in the plan
+    assert row["declined"] == [] and row["launches"] == row["nodes"] - 1 > 10
     assert {"conv2d", "gemm", "pool2d"} <= set(row["families"])
     assert "| resnet18 |" in (tmp_path / "hip_gpu_check.md").read_text()
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from cuvil_kernels_hip import plugin
 from cuvil_kernels_hip.lowered_sources import plan_graph
-from cuvil_kernels_hip.lowering import LOWERINGS, support_reason
+from cuvil_kernels_hip.lowering import LOWERINGS
 from cuvil_kernels_hip.planning import plan_partition
+from cuvil_kernels_hip.plugin import support_reason
 from cuvil_kernels_hip.runtime import ARENA_ALIGNMENT
 
 from cuvil_ref.errors import TargetError
@@ -16,6 +18,7 @@ from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Graph
 from cuvil_ref.ir.types import TensorType
 from cuvil_ref.passes.memory_plan import plan_memory
+from cuvil_ref.plugin import TargetSpec
 
 
 def _conv_block() -> Graph:
@@ -38,16 +41,17 @@ def test_small_graph_plans_expected_kernels_and_launches() -> None:
     graph = _conv_block()
     plan = plan_graph(graph)
     families = [launch.source.family for launch in plan.launches]
-    assert families == ["conv2d", "pool2d", "elementwise", "gemm", "normalization"]
-    conv, pool, copy, gemm, softmax = plan.launches
+    # flatten is a view: the plan gives it the pool output's bytes, so it needs no launch
+    assert families == ["conv2d", "pool2d", "gemm", "normalization"]
+    conv, pool, gemm, softmax = plan.launches
     # conv: GEMM M=OC=4, N=2*8*8=128 pixels, tile 32 -> grid (4, 1, groups=1), 16x16 threads
     assert conv.grid == (4, 1, 1) and conv.block == (16, 16, 1)
     assert conv.args[:5] == ("x", "w", "b", graph.nodes[0].outputs[0].name, 2)
     assert "v = cuvil_max_nan((v), 0.0f);" in conv.source.code  # relu keeps NaN
     # pool: one thread per output element (2*4*4*4 = 128), block 256 -> one block
     assert pool.grid == (1, 1, 1) and pool.block == (256, 1, 1)
-    # flatten is a 32-bit word copy of 2*64 floats
-    assert copy.args[-1] == 128 and "v = (v); out[i] = (v);" in copy.source.code
+    flat, pooled = (graph.nodes[i].outputs[0].name for i in (2, 1))
+    assert plan.buffers[flat].offset == plan.buffers[pooled].offset
     # linear: M=2, N=5, K=64, weight [N, K] read transposed, no bias
     assert gemm.args[2:] == (graph.nodes[3].outputs[0].name, 2, 5, 64, 0, 0)
     assert "(long long)gn * K + gk" in gemm.source.code
@@ -57,11 +61,18 @@ def test_small_graph_plans_expected_kernels_and_launches() -> None:
         assert 'extern "C" __global__' in launch.source.code
 
 
-def test_arena_honours_the_compiler_memory_plan() -> None:
+def test_a_view_of_a_partition_input_is_a_word_copy() -> None:
+    b = GraphBuilder()
+    x = b.input("x", TensorType((2, 64), DType.f32))
+    graph = b.build([b.op("relu", [b.op("reshape", [x], {"shape": (128,)})])])
+    copy, _ = plan_graph(graph).launches
+    assert copy.args[-1] == 128 and "v = (v); out[i] = (v);" in copy.source.code
+
+
+def test_arena_uses_the_compiler_memory_plan_as_given() -> None:
     graph = _conv_block()
     memory = plan_memory(graph)
-    plan = plan_partition(graph, {"memory_plan": memory})
-    assert plan.memory_source == "compiler plan"
+    plan = plan_partition(graph, {}, memory)
     for node in graph.nodes:
         name = node.outputs[0].name
         assert plan.buffers[name].offset == memory.buffers[name].offset
@@ -142,6 +153,8 @@ def test_integer_and_symbolic_nodes_are_declined_and_planning_refuses_them() -> 
     x = b.input("x", TensorType((4,), DType.i32))
     graph = b.build([b.op("relu", [x])])
     assert "i32" in support_reason(graph.nodes[0], graph)
-    with pytest.raises(TargetError, match="cannot lower %.* = relu: dtype i32"):
-        plan_partition(graph, {})
+    with pytest.raises(TargetError, match="cannot lower .*relu.*: dtype i32"):
+        plugin.cuvil_lower_partition(TargetSpec("hip"), graph, {})
+    with pytest.raises(TargetError, match="cannot lower .*relu.*: dtype i32"):
+        plan_graph(graph)
     assert "batch_norm" not in LOWERINGS and "qconcat" not in LOWERINGS

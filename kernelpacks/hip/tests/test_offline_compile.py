@@ -33,6 +33,7 @@ def _subset() -> list[KernelSource]:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_80", "gfx90a"])
 def test_subset_compiles(arch: str) -> None:
     if shutil.which(compiler_for(arch)) is None:

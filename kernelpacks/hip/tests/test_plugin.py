@@ -94,7 +94,7 @@ def test_supports_node_answers_with_reasons() -> None:
     graph = b.build([sorted_])
     assert plugin.cuvil_supports_node(target=spec, node=graph.nodes[0], graph=graph).supported
     answer = plugin.cuvil_supports_node(target=spec, node=graph.nodes[1], graph=graph)
-    assert not answer.supported and "op 'var' has no hip kernel" in answer.reason
+    assert not answer.supported and "op 'var' has no hip lowering" in answer.reason
 
 
 def test_broadcast_constant_operand_is_materialized_once() -> None:

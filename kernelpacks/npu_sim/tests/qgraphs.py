@@ -1,4 +1,4 @@
-"""Hand-built int8 graphs for the plugin tests (attributes derived with cuvil_ref.quant.arith)."""
+"""Hand-built int8 graphs for the plugin tests (attributes derived with cuvil_ref.ops.qarith)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 
 from cuvil_ref.ir import DType, GraphBuilder, TensorType
 from cuvil_ref.ir.graph import Graph
-from cuvil_ref.quant.arith import quantize_multipliers, shared_shift_multipliers
+from cuvil_ref.ops.qarith import quantize_multipliers, shared_shift_multipliers
 
 
 def i8(shape: tuple[int, ...]) -> TensorType:

@@ -234,7 +234,14 @@ def test_line_buffer_reads_each_input_pixel_once(stride: int) -> None:
     cols = (5 - 1) * stride + 3
     rows, acols = NPU_V3.array_rows, NPU_V3.array_cols
     assert fx.compute_cycles == rows_in * cols + 2 * rows + acols - 2
-    assert fx_old.compute_cycles == 3 * e0 * cols + 2 * rows + acols - 2
+    # three folds without shadow weights: each pays preload + fill + drain (SCALE-Sim)
+    assert fx_old.compute_cycles == 3 * (e0 * cols + 2 * rows + acols - 2)
+    # chained through the shadow weight registers: max(M, C + 1) between fold starts
+    _, fx_chain = _run_window(
+        "SET reg=g_wdb value=1\n" + _window_program(e0, stride, 1, row), inp, wgt, per_row
+    )
+    m = e0 * cols
+    assert fx_chain.compute_cycles == rows + 2 * max(m, acols + 1) + m + rows + acols - 2
     assert fx.macs == fx_old.macs == e0 * 5 * 9 * 4
     # line buffer: one write and kr - 1 reads per streamed pixel, charged as SRAM traffic
     streamed = rows_in * cols * 4

@@ -6,7 +6,7 @@ import pytest
 from cuvil_kernels_npu_sim import Insn, Op, assemble, decode, disassemble, encode
 from cuvil_kernels_npu_sim.asm import AsmError
 from cuvil_kernels_npu_sim.isa import FIELDS, FLAGS, WORD_BYTES, EncodingError
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 
@@ -21,6 +21,7 @@ def insns(draw: st.DrawFn) -> Insn:
     return Insn(op, args, **flags)
 
 
+@settings(suppress_health_check=[HealthCheck.too_slow])  # a shared, loaded machine
 @given(st.lists(insns(), min_size=1, max_size=8))
 def test_binary_and_text_round_trip(program: list[Insn]) -> None:
     binary = b"".join(encode(i) for i in program)

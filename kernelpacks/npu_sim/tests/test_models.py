@@ -23,11 +23,12 @@ MODELS = {
 }
 
 
+@pytest.mark.slow  # zoo models up to ResNet-50: the quick run leaves them out
 @pytest.mark.parametrize("name", list(MODELS))
 def test_zoo_model_int8_bit_exact(npu_host: PluginHost, name: str) -> None:
     from cuvil_ref import interpret
-    from cuvil_ref.compiler import compile_module
     from cuvil_ref.frontend import torch_to_cuvilir
+    from cuvil_ref.lowering.compiler import compile_module
     from cuvil_ref.zoo import get_model
 
     rng = np.random.default_rng(7)
@@ -48,4 +49,6 @@ def test_zoo_model_int8_bit_exact(npu_host: PluginHost, name: str) -> None:
     npu = next(lp.executable for lp in program.lowered if lp.partition.target == "npu-v3").metrics()
     assert npu["cycles"] >= npu["roofline_cycles"] > 0
     n_nodes = len(on_npu[0].graph.nodes)
-    assert len([r for r in npu["layers"] if r["op"] != "relayout"]) == n_nodes
+    rows = [r for r in npu["layers"] if r["op"] != "relayout"]
+    fused = [r for r in rows if r["op"].endswith("+qadd")]  # one row for two nodes (fusion.py)
+    assert len(rows) + len(fused) == n_nodes

@@ -191,8 +191,8 @@ def test_supported_ops_are_registry_ops() -> None:
 
 
 def test_compile_requires_int8(npu_host: PluginHost) -> None:
-    from cuvil_ref.compiler import compile_module
     from cuvil_ref.ir.graph import Module
+    from cuvil_ref.lowering.compiler import compile_module
 
     b = GraphBuilder()
     x = b.input("x", TensorType((2, 3)))

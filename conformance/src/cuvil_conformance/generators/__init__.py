@@ -28,6 +28,7 @@ GENERATORS: dict[str, Generator] = {
     "argmin": reductions.arg_cases,
     "softmax": reductions.softmax_cases,
     "log_softmax": reductions.softmax_cases,
+    "topk": reductions.topk_cases,
     "layer_norm": nn.layer_norm_cases,
     "rms_norm": nn.rms_norm_cases,
     "batch_norm": nn.batch_norm_cases,
@@ -47,6 +48,8 @@ GENERATORS: dict[str, Generator] = {
     "unsqueeze": shape.unsqueeze_cases,
     "expand": shape.expand_cases,
     "slice": shape.slice_cases,
+    "narrow": shape.narrow_cases,
+    "arange": shape.arange_cases,
     "pad": shape.pad_cases,
     "concat": shape.concat_cases,
     "split": shape.split_cases,
@@ -103,7 +106,7 @@ def _load_extra_generators() -> None:
     _EXTRA_LOADED = True
     import importlib
 
-    for mod in ("quantized", "fused", "core_aten"):
+    for mod in ("quantized", "fused", "qtransformer", "core_aten"):
         try:
             importlib.import_module(f"cuvil_conformance.generators.{mod}")
         except ModuleNotFoundError as exc:

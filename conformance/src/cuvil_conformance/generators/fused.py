@@ -38,10 +38,17 @@ def fused_conv_cases(op: str, quick: bool) -> Iterator[Case]:
         full = {"stride": (2, 2), "padding": (1, 1, 1, 1), **attrs}
         yield make_case(op, ins, full, reduce_len=36)
     if not quick:  # NHWC data layout, depthwise
-        ins = [InputSpec((1, 6, 6, 4)), InputSpec((4, 1, 3, 3), const=True),
-               InputSpec((4,), const=True)]
-        yield make_case(op, ins, {"padding": (1, 1, 1, 1), "groups": 4, "data_layout": "NHWC",
-                                  "activation": "relu6"}, reduce_len=9)
+        ins = [
+            InputSpec((1, 6, 6, 4)),
+            InputSpec((4, 1, 3, 3), const=True),
+            InputSpec((4,), const=True),
+        ]
+        yield make_case(
+            op,
+            ins,
+            {"padding": (1, 1, 1, 1), "groups": 4, "data_layout": "NHWC", "activation": "relu6"},
+            reduce_len=9,
+        )
 
 
 def fused_linear_cases(op: str, quick: bool) -> Iterator[Case]:
@@ -73,20 +80,27 @@ def fused_elementwise_cases(op: str, quick: bool) -> Iterator[Case]:
     for program in PROGRAMS[:2] if quick else PROGRAMS:
         yield make_case(op, [InputSpec((3, 5), "f32", "normal")], {"program": program})
         if not quick:
-            yield make_case(op, [InputSpec((4, 6), "f32", "edge")], {"program": program},
-                            label="edge")
+            yield make_case(
+                op, [InputSpec((4, 6), "f32", "edge")], {"program": program}, label="edge"
+            )
 
 
 def nhwc_pool_cases(op: str, quick: bool) -> Iterator[Case]:
     if op == "adaptive_avg_pool2d_nhwc":
         grid = [((1, 7, 7, 3), {"output_size": (1, 1)}), ((2, 10, 7, 2), {"output_size": (3, 4)})]
     elif op == "max_pool2d_nhwc":
-        grid = [((1, 8, 8, 3), {"kernel": (2, 2)}),
-                ((1, 9, 9, 2), {"kernel": (3, 3), "stride": (2, 2), "padding": (1, 1)})]
+        grid = [
+            ((1, 8, 8, 3), {"kernel": (2, 2)}),
+            ((1, 9, 9, 2), {"kernel": (3, 3), "stride": (2, 2), "padding": (1, 1)}),
+        ]
     else:
-        grid = [((1, 8, 8, 3), {"kernel": (2, 2)}),
-                ((1, 9, 9, 2), {"kernel": (3, 3), "stride": (2, 2), "padding": (1, 1),
-                                "count_include_pad": False})]
+        grid = [
+            ((1, 8, 8, 3), {"kernel": (2, 2)}),
+            (
+                (1, 9, 9, 2),
+                {"kernel": (3, 3), "stride": (2, 2), "padding": (1, 1), "count_include_pad": False},
+            ),
+        ]
     for shape, attrs in grid[:1] if quick else grid:
         k = attrs.get("kernel", (shape[1], shape[2]))
         yield make_case(op, [InputSpec(shape)], attrs, reduce_len=k[0] * k[1])

@@ -1,7 +1,7 @@
 """Cases for the quantized ops of docs/semantics.md: int8 limits, saturation, zero points at the
 ends of the range, per-channel rescale, ties in quantize, fused relu/relu6 clamp bounds.
 
-Attributes are derived from realistic float scales with ``cuvil_ref.quant.arith`` exactly as the
+Attributes are derived from realistic float scales with ``cuvil_ref.ops.qarith`` exactly as the
 quantization pass derives them, so the cases exercise the multipliers packs will really see.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from cuvil_conformance.cases import Case, InputSpec, make_case
 from cuvil_conformance.generators import register_generator
-from cuvil_ref.quant.arith import (
+from cuvil_ref.ops.qarith import (
     quantize_multiplier,
     quantize_multipliers,
     shared_shift_multipliers,

@@ -75,3 +75,12 @@ def softmax_cases(op: str, quick: bool) -> Iterator[Case]:
         op, [InputSpec((4, 6), "f32", "edge")], {"axis": -1}, label="edge", reduce_len=6
     )
     yield make_case(op, [InputSpec((3, 8), "f16")], {"axis": -1}, reduce_len=8)
+
+
+def topk_cases(op: str, quick: bool) -> Iterator[Case]:
+    for shape, k, axis in [((3, 10), 3, -1), ((2, 5, 4), 2, 1), ((6,), 6, 0), ((4, 7), 1, 0)]:
+        yield make_case(op, [InputSpec(shape)], {"k": k, "axis": axis})
+        if quick:
+            return
+    yield make_case(op, [InputSpec((3, 8), "i32", "small")], {"k": 4}, label="ties")
+    yield make_case(op, [InputSpec((4, 6), "f32", "edge")], {"k": 3}, label="edge")

@@ -180,3 +180,26 @@ def embedding_cases(op: str, quick: bool) -> Iterator[Case]:
         yield make_case(
             op, [InputSpec(wshape, const=True), InputSpec(ishape, "i64", f"index:{wshape[0]}")]
         )
+
+
+def narrow_cases(op: str, quick: bool) -> Iterator[Case]:
+    yield from _simple(
+        op,
+        [
+            ((10, 4), {"axis": 0, "start": 0, "length": (6,)}),
+            ((3, 9), {"axis": -1, "start": 2, "length": (7,)}),
+            ((3, 9), {"axis": 1, "start": 9, "length": (0,)}),
+        ],
+        quick,
+    )
+
+
+def arange_cases(op: str, quick: bool) -> Iterator[Case]:
+    grid = [
+        {"size": (7,)},
+        {"size": (5,), "start": -2.0, "step": 3.0, "dtype": "i32"},
+        {"size": (6,), "start": 0.5, "step": 0.1, "dtype": "f32"},
+        {"size": (0,)},
+    ]
+    for attrs in grid[:2] if quick else grid:
+        yield make_case(op, [], attrs)

@@ -1,19 +1,16 @@
-"""Intermediates in one device arena: recorded launches rebound onto views a memory plan carves.
+"""Intermediates in one device arena: recorded launches rebound onto views the memory plan carves.
 
 The executable records a partition's launches with every value in its own device buffer. Then
 :func:`place` moves the intermediates (values made and consumed inside the partition) into one
-arena at the offsets of the compiler's memory plan and rebinds the recorded launch arguments to
-typed views of it. The plan was made for the whole graph, so nothing is taken on trust: what a
-launch touches is read from the device addresses of its arguments, and
-
-* a value stays in its own buffer when it shares memory with an input, output or constant (a
-  reshape of one), when its first use is not a launch of its own node (its content came from the
-  host at lowering), when a launch sees it through a non-contiguous or partial view, or when the
-  plan has no static buffer of its size;
-* a value whose planned bytes overlap another arena value's while both are live (measured in
-  launches) moves to a fresh slot past the planned arena -- except a legal in-place write: the
-  plan says so, the node is one pointwise launch (each thread reads element i, then writes it) and
-  the input's last use is that launch.
+arena at the offsets of the memory plan the compiler made for this partition, and rebinds the
+recorded launch arguments to typed views of it. The plan is used as given -- buffer reuse,
+pointwise ops written over their dying input, views sharing their input's bytes: it is exact for
+the partition's node order, which is the launch order. What a launch touches is read from the
+device addresses of its arguments, and a value keeps its own buffer when the kernel library did
+not give it memory of its own (it shares bytes with an input, output or constant, or with another
+value the plan does not say it shares with), when its content came from the host at lowering
+(its first use is not a launch of its own node), when a launch sees it through a
+non-contiguous or partial view, or when its shape is symbolic.
 """
 
 from __future__ import annotations
@@ -27,12 +24,8 @@ import numpy as np
 
 from cuvil_kernels_cuda import device
 from cuvil_kernels_cuda.kernels.common import Launch
-from cuvil_kernels_cuda.lower_float import BINARY, UNARY
 from cuvil_ref.ir.graph import Graph
-
-#: Ops whose lowering is one pointwise launch reading element i before writing element i.
-IN_PLACE_OPS = frozenset({*UNARY, *BINARY, "clamp", "hardtanh", "fused_elementwise"})
-RELOCATE_ALIGN = device.BufferPool.ALIGN
+from cuvil_ref.passes.memory_plan import MemoryPlan
 
 
 @dataclass
@@ -58,8 +51,8 @@ class ArenaResult:
     arena_bytes: int = 0
     arena_values: tuple[str, ...] = ()
     arena_naive_bytes: int = 0
-    relocated: tuple[str, ...] = ()
     in_place: tuple[str, ...] = ()
+    views: tuple[str, ...] = ()
     separate_buffers: int = 0
 
 
@@ -81,7 +74,7 @@ def place(
     raw: Mapping[str, Any],
     node_launches: Sequence[range],
     log: Sequence[Launch],
-    memory_plan: Any,
+    memory_plan: MemoryPlan,
     fixed: Sequence[Any],
 ) -> ArenaResult:
     """Move eligible intermediates of ``graph`` into one arena (see the module docstring).
@@ -92,7 +85,7 @@ def place(
     """
     outputs = {v.name for v in graph.outputs}
     node_of = {v.name: i for i, n in enumerate(graph.nodes) for v in n.outputs}
-    buffers = getattr(memory_plan, "buffers", None) or {}
+    buffers = memory_plan.buffers
     groups: list[_Group] = []
     for name in node_of:  # one group per distinct (start, span), merged below on overlap
         ext = _extent(raw[name])
@@ -107,41 +100,29 @@ def place(
     for g in groups:
         g.ok = g.ok and _eligible(graph, g, raw, buffers, outputs)
     _mark_uses(groups, log)
-    for g in groups:
-        if g.ok and (g.first < 0 or g.first not in node_launches[g.node]):
-            g.ok = False
-    live = sorted((g for g in groups if g.ok), key=lambda g: g.first)
-    planned = int(getattr(memory_plan, "arena_bytes", 0) or 0)
-    bump = -(-planned // RELOCATE_ALIGN) * RELOCATE_ALIGN
-    relocated: list[str] = []
-    in_place: list[str] = []
-    placed: list[_Group] = []
-    for g in live:
-        g.offset = buffers[g.names[0]].offset
-        clash = [p for p in placed if _bytes_overlap(p, g) and not (p.last < g.first)]
-        if clash and _legal_in_place(graph, g, clash, buffers, node_launches, log):
-            in_place.append(g.names[0])
-        elif clash:
-            g.offset, bump = bump, bump + -(-g.nbytes // RELOCATE_ALIGN) * RELOCATE_ALIGN
-            relocated.append(g.names[0])
-        placed.append(g)
-    n_separate = sum(1 for g in groups if not g.ok and g.names) + len(graph.inputs)
+    placed = [
+        g for g in groups if g.ok and g.first >= 0 and g.first in node_launches[g.node]
+    ]
+    n_separate = sum(1 for g in groups if g.names and g not in placed) + len(graph.inputs)
     if not placed:
         return ArenaResult(list(log), separate_buffers=n_separate)
+    for g in placed:
+        g.offset = buffers[g.names[0]].offset
     used = max(g.offset + g.nbytes for g in placed)
     pool = device.BufferPool(arena_nbytes=used)
     launches = [
         Launch(rec.kernel, rec.grid, rec.block, tuple(_rebind(a, placed, pool) for a in rec.args))
         for rec in log
     ]
+    names = tuple(n for g in placed for n in g.names)
     return ArenaResult(
         launches,
         pool,
         used,
-        tuple(n for g in placed for n in g.names),
+        names,
         sum(g.nbytes for g in placed),
-        tuple(relocated),
-        tuple(in_place),
+        tuple(n for n in names if buffers[n].in_place_of is not None),
+        tuple(n for n in names if buffers[n].view_of is not None),
         n_separate,
     )
 
@@ -169,9 +150,12 @@ def _eligible(
 ) -> bool:
     if not g.names or g.node < 0:
         return False
-    # The first-defined value names the group: its plan buffer gives the offset.
+    # The first-defined value names the group: its plan buffer gives the offset. Values the
+    # library put in one buffer must be values the plan puts at one offset (a view and its
+    # input), else the plan's reuse of those bytes would not hold for them.
     values = {v.name: (i, v) for i, n in enumerate(graph.nodes) for v in n.outputs}
     g.names.sort(key=lambda n: values[n][0])
+    offsets = set()
     for name in g.names:
         buf = buffers.get(name)
         static = all(isinstance(d, int) for d in values[name][1].type.shape)
@@ -179,7 +163,8 @@ def _eligible(
             return False
         if int(buf.nbytes) != g.nbytes or int(raw[name].nbytes) != g.nbytes:
             return False
-    return True
+        offsets.add(buf.offset)
+    return len(offsets) == 1
 
 
 def _mark_uses(groups: list[_Group], log: Sequence[Launch]) -> None:
@@ -209,35 +194,6 @@ def _overlapping(groups: list[_Group], starts: list[int], addr: int, span: int) 
             hits.append(g)
         i += 1
     return hits
-
-
-def _bytes_overlap(a: _Group, b: _Group) -> bool:
-    return a.offset < b.offset + b.nbytes and b.offset < a.offset + a.nbytes
-
-
-def _legal_in_place(
-    graph: Graph,
-    g: _Group,
-    clash: list[_Group],
-    buffers: Mapping[str, Any],
-    node_launches: Sequence[range],
-    log: Sequence[Launch],
-) -> bool:
-    """``g`` may overwrite the one clashing group: a planned in-place pointwise single launch."""
-    if len(clash) != 1 or buffers[g.names[0]].in_place_of is None:
-        return False
-    src = clash[0]
-    if graph.nodes[g.node].op not in IN_PLACE_OPS or len(node_launches[g.node]) != 1:
-        return False
-    if (src.offset, src.nbytes) != (g.offset, g.nbytes) or src.last != g.first:
-        return False
-    rec = log[g.first]
-    touching = 0
-    for arg in rec.args:
-        ext = _extent(arg)
-        if ext is not None and ext[0] < src.start + src.nbytes and src.start < ext[0] + ext[1]:
-            touching += 1
-    return touching == 1  # only the input is read from src's bytes; the output is g's own
 
 
 def _rebind(arg: Any, placed: list[_Group], pool: device.BufferPool) -> Any:

@@ -3,12 +3,12 @@
 For each input-shape signature (one, decided at lowering, when the partition has no symbolic
 dims) a :class:`Plan` is built once: device buffers for the inputs, constants uploaded, every node
 emitted through the library with launches recorded, every value in its own device buffer. Then
-the intermediates move into one arena carved by the compiler's memory plan (``options
-["memory_plan"]``, see :mod:`cuvil_kernels_cuda.arena`): the recorded launches are rebound onto
-its views; inputs, outputs and whatever the plan does not cover keep their own buffers. A run
-then copies the inputs into their buffers, replays the recorded launches (their arguments bound
-at record time) on the executable's stream -- or launches the captured CUDA graph -- and copies
-the outputs back.
+the intermediates move into one arena carved by the memory plan the compiler made for this
+partition (used as given, see :mod:`cuvil_kernels_cuda.arena`): the recorded launches are
+rebound onto its views; inputs, outputs and whatever the plan does not cover keep their own
+buffers. A run then copies the inputs into their buffers, replays the recorded launches (their
+arguments bound at record time) on the executable's stream -- or launches the captured CUDA
+graph -- and copies the outputs back.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,8 @@ from cuvil_kernels_cuda.lowering import LOWERINGS
 from cuvil_ref.errors import TargetError
 from cuvil_ref.interpreter import check_input
 from cuvil_ref.ir.graph import Graph
+from cuvil_ref.passes.memory_plan import MemoryPlan
+from cuvil_ref.plugin.kit import lowering_node
 from cuvil_ref.plugin.types import Executable
 
 _WAITER = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="cuvil-cuda")
@@ -64,13 +66,13 @@ def _tuple(v: Any) -> tuple[int, ...]:
 class CudaExecutable(Executable):
     """A lowered ``cuda`` partition (see the module docstring)."""
 
-    def __init__(self, graph: Graph, options: dict[str, Any]) -> None:
+    def __init__(self, graph: Graph, options: Mapping[str, Any], memory_plan: MemoryPlan) -> None:
         self.graph = graph
         self.tile = int(options.get("tile", 0) or 0)
         self.use_cuda_graph = bool(options.get("use_cuda_graph", False))
         self.unroll = int(options.get("loop_unroll_factor", 1))
-        self.memory_plan = options.get("memory_plan")
-        self.planned_arena_bytes = int(getattr(self.memory_plan, "arena_bytes", 0) or 0)
+        self.memory_plan = memory_plan
+        self.planned_arena_bytes = memory_plan.arena_bytes
         self.ctx = device.ExecutionContext()
         self._lock = threading.Lock()
         self._plans: dict[tuple[tuple[int, ...], ...], Plan] = {}
@@ -108,14 +110,8 @@ class CudaExecutable(Executable):
             for node in self.graph.nodes:
                 first = len(log)
                 args = [env[v.name] for v in node.inputs]
-                try:
-                    outs = LOWERINGS[node.op].emit(node, args, cx)
-                except Exception as exc:
-                    where = f" (at {node.provenance.source})" if node.provenance else ""
-                    raise TargetError(
-                        f"target 'cuda': lowering %{node.outputs[0].name} = {node.op}{where} "
-                        f"failed: {type(exc).__name__}: {exc}"
-                    ) from exc
+                with lowering_node("cuda", node):
+                    outs = LOWERINGS[node.op].lower(node, args, cx)
                 spans.append(range(first, len(log)))
                 for v, o in zip(node.outputs, outs, strict=True):
                     shape = cx.shape(v)
@@ -235,7 +231,7 @@ class CudaExecutable(Executable):
             "arena_bytes": last.arena.arena_bytes if last and last.arena else 0,
             "arena_values": len(last.arena.arena_values) if last and last.arena else 0,
             "arena_naive_bytes": last.arena.arena_naive_bytes if last and last.arena else 0,
-            "arena_relocated": len(last.arena.relocated) if last and last.arena else 0,
+            "arena_views": len(last.arena.views) if last and last.arena else 0,
             "arena_in_place": len(last.arena.in_place) if last and last.arena else 0,
             "separate_buffers": last.arena.separate_buffers if last and last.arena else 0,
             "plans": len(plans),

@@ -1,52 +1,23 @@
-"""Lowerings of the float ops (f32, f16 storage; float32 arithmetic): elementwise, activations,
-GEMM/conv (plain and fused), normalization, pooling and reductions."""
+"""Emitters of the float template families (f32, f16 storage; float32 arithmetic): pointwise ops,
+GEMM/conv (plain and fused), normalization, pooling and reductions. Which op is which formula is
+the shared table ``cuvil_ref.plugin.kit.templates.TEMPLATES``."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from cuvil_kernels_cuda.lower_common import (
-    FLOAT,
-    INF,
-    EmitContext,
-    first,
-    kernels,
-    symmetric_pads,
-    window_check,
-)
+from cuvil_kernels_cuda.lower_common import FLOAT, INF, EmitContext, first, kernels, pads
+from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Node
+from cuvil_ref.ops.fused import ACTIVATIONS
+from cuvil_ref.plugin.kit import CheckContext, checks
+from cuvil_ref.plugin.kit.templates import TEMPLATES, Emitter, formula
 
-#: IR op -> library unary op (same formula).
-UNARY = {
-    "neg": "neg",
-    "abs": "abs",
-    "exp": "exp",
-    "log": "log",
-    "sqrt": "sqrt",
-    "rsqrt": "rsqrt",
-    "relu": "relu",
-    "relu6": "relu6",
-    "sigmoid": "sigmoid",
-    "tanh": "tanh",
-    "erf": "erf",
-    "silu": "silu",
-    "hardswish": "hardswish",
-}
-BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
-#: fused epilogue activation -> library activation.
-EPILOGUE = {
-    "none": "identity",
-    "relu": "relu",
-    "relu6": "relu6",
-    "gelu": "gelu",
-    "gelu_tanh": "gelu_tanh",
-    "silu": "silu",
-    "hardswish": "hardswish",
-    "clamp": "clamp",
-}
+#: fused epilogue activation (``cuvil_ref.ops.fused.ACTIVATIONS``) -> library activation.
+EPILOGUE = {name: "identity" if name == "none" else name for name in ACTIVATIONS}
 
 
-def _same_float_inputs(node: Node) -> str | None:
+def _same_float_inputs(node: Node, cx: CheckContext | None = None) -> str | None:
     dts = {v.type.dtype.value for v in node.inputs}
     if len(dts) != 1:
         return f"{node.op}: mixed input dtypes {sorted(dts)} not supported"
@@ -57,12 +28,7 @@ def _same_float_inputs(node: Node) -> str | None:
 
 
 def _unary(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
-    return [kernels("elementwise").unary(UNARY[node.op], args[0])]
-
-
-def _gelu(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
-    name = "gelu_tanh" if node.attrs["approximate"] == "tanh" else "gelu"
-    return [kernels("elementwise").unary(name, args[0])]
+    return [kernels("elementwise").unary(formula(node.op), args[0])]
 
 
 #: Why gelu(approximate='tanh') is declined everywhere (plain, fused epilogue, chains).
@@ -72,8 +38,10 @@ GELU_TANH = (
 )
 
 
-def _gelu_check(node: Node) -> str | None:
-    return None if node.attrs["approximate"] == "none" else GELU_TANH
+def _unary_check(node: Node, cx: CheckContext) -> str | None:
+    if node.op == "gelu" and node.attrs["approximate"] != "none":
+        return GELU_TANH
+    return None
 
 
 def _clamp(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
@@ -86,14 +54,14 @@ def _clamp(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
 
 
 def _binary(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
-    return [kernels("elementwise").binary(node.op, args[0], args[1])]
+    return [kernels("elementwise").binary(formula(node.op), args[0], args[1])]
 
 
 def _where(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
     return [kernels("elementwise").where(args[0], args[1], args[2])]
 
 
-def _where_check(node: Node) -> str | None:
+def _where_check(node: Node, cx: CheckContext) -> str | None:
     if node.inputs[1].type.dtype != node.inputs[2].type.dtype:
         return "where: a and b of different dtypes not supported"
     if node.inputs[0].type.dtype.value != "bool":
@@ -109,12 +77,13 @@ def _fused_elementwise_steps(node: Node) -> list[Any] | str:
     if dtype != "f32":
         return f"fused_elementwise: dtype {dtype} not supported (f32 chains only)"
     for op, attrs, scalar in parse_program(node.attrs["program"]):
+        family = TEMPLATES[op].family if op in TEMPLATES else ""
         if scalar is not None:
-            if op not in BINARY or scalar[1] != "f32":
+            if family != "binary" or scalar[1] != "f32":
                 return f"fused_elementwise: step {op} with a {scalar[1]} scalar not supported"
-            steps.append((op, float(scalar[0]), 0.0, scalar[2] == "lhs"))
-        elif op in UNARY:
-            steps.append((UNARY[op], 0.0, 0.0, False))
+            steps.append((formula(op), float(scalar[0]), 0.0, scalar[2] == "lhs"))
+        elif family == "unary" and op != "gelu":
+            steps.append((formula(op), 0.0, 0.0, False))
         elif op == "gelu" and attrs["approximate"] == "none":
             steps.append(("gelu", 0.0, 0.0, False))
         elif op in ("clamp", "hardtanh"):
@@ -126,7 +95,7 @@ def _fused_elementwise_steps(node: Node) -> list[Any] | str:
     return steps
 
 
-def _fused_elementwise_check(node: Node) -> str | None:
+def _fused_elementwise_check(node: Node, cx: CheckContext) -> str | None:
     steps = _fused_elementwise_steps(node)
     return steps if isinstance(steps, str) else None
 
@@ -155,34 +124,29 @@ def _residual(node: Node, args: list[Any]) -> Any:
     return args[3] if node.attrs.get("has_residual") else None
 
 
-def _epilogue_check(node: Node) -> str | None:
+def _epilogue_check(node: Node, cx: CheckContext | None = None) -> str | None:
     if node.op.startswith("fused_") and node.attrs["activation"] == "gelu_tanh":
         return GELU_TANH
     return None
 
 
-def _conv_check(node: Node) -> str | None:
-    if _epilogue_check(node):
-        return _epilogue_check(node)
-    pads = symmetric_pads(node.op, node.attrs["padding"])
-    if isinstance(pads, str):
-        return pads
-    if node.attrs.get("data_layout", "NCHW") != "NCHW":
-        return f"{node.op}: data_layout {node.attrs['data_layout']} not supported (NCHW only)"
-    if node.inputs[0].type.rank != 4:
-        return f"{node.op}: only rank-4 NCHW inputs are supported"
-    return _same_float_inputs(node)
+def _conv_check(node: Node, cx: CheckContext) -> str | None:
+    return checks.first_reason(
+        _epilogue_check(node),
+        checks.padding_reason(node),
+        checks.nchw(node),
+        _same_float_inputs(node),
+    )
 
 
 def _conv(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
     a = node.attrs
-    pads = symmetric_pads(node.op, a["padding"])
     fused = node.op == "fused_conv2d"
     bias = args[2] if len(args) > 2 else None
     epi = _epilogue(node) if fused else kernels("epilogue").NO_EPILOGUE
     res = _residual(node, args) if fused else None
     out = kernels("conv").conv2d(
-        args[0], args[1], bias, tuple(a["stride"]), pads, tuple(a["dilation"]), a["groups"],
+        args[0], args[1], bias, tuple(a["stride"]), pads(node), tuple(a["dilation"]), a["groups"],
         residual=res, epilogue=epi,
     )  # fmt: skip
     return [out]
@@ -196,7 +160,9 @@ def _linear(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
     return [kernels("gemm").linear(args[0], args[1], bias, res, epi)]
 
 
-def _matmul_check(node: Node) -> str | None:
+def _gemm_check(node: Node, cx: CheckContext) -> str | None:
+    if formula(node.op) == "linear":
+        return _epilogue_check(node) or _same_float_inputs(node)
     a, b = node.inputs[0].type, node.inputs[1].type
     if a.rank < 2 or b.rank < 2:
         return f"{node.op}: 1-D operands not supported (both must be at least 2-D)"
@@ -209,11 +175,9 @@ def _matmul_check(node: Node) -> str | None:
     return _same_float_inputs(node)
 
 
-def _linear_check(node: Node) -> str | None:
-    return _epilogue_check(node) or _same_float_inputs(node)
-
-
-def _matmul(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
+def _gemm(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
+    if formula(node.op) == "linear":
+        return _linear(node, args, cx)
     gemm = kernels("gemm")
     if node.op == "matmul":
         return [gemm.matmul(args[0], args[1])]
@@ -237,7 +201,7 @@ def _layer_norm(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
     return [kernels("normalize").layer_norm(args[0], shape, w, b, node.attrs["eps"])]
 
 
-def _layer_norm_check(node: Node) -> str | None:
+def _layer_norm_check(node: Node, cx: CheckContext) -> str | None:
     if len(node.attrs["normalized_shape"]) == 0:
         return "layer_norm: empty normalized_shape not supported"
     return _same_float_inputs(node)
@@ -252,21 +216,24 @@ def _softmax(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
 # --- pooling -------------------------------------------------------------------------------------
 
 
-def _pool_check(node: Node) -> str | None:
-    return window_check(node, dilation=node.op == "max_pool2d")
+def _pool_check(node: Node, cx: CheckContext) -> str | None:
+    if formula(node.op) == "adaptive_avg":
+        return _adaptive_check(node)
+    return checks.pool_window(node)
 
 
 def _pool(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
+    if formula(node.op) == "adaptive_avg":
+        return _adaptive(node, args, cx)
     a, pool = node.attrs, kernels("pool")
-    pads = symmetric_pads(node.op, a["padding"])
     stride = tuple(a["stride"]) if a["stride"] else tuple(a["kernel"])
     if node.op == "max_pool2d":
         out = pool.max_pool2d(
-            args[0], tuple(a["kernel"]), stride, pads, tuple(a["dilation"]), a["ceil_mode"]
+            args[0], tuple(a["kernel"]), stride, pads(node), tuple(a["dilation"]), a["ceil_mode"]
         )
     else:
         out = pool.avg_pool2d(
-            args[0], tuple(a["kernel"]), stride, pads, a["ceil_mode"], a["count_include_pad"],
+            args[0], tuple(a["kernel"]), stride, pads(node), a["ceil_mode"], a["count_include_pad"],
             a["divisor_override"],
         )  # fmt: skip
     return [out]
@@ -284,21 +251,17 @@ def _adaptive(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
 
 # --- reductions ----------------------------------------------------------------------------------
 
-REDUCE = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min"}
-
-
 def _reduce(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
     a = node.attrs
-    if node.op in ("argmax", "argmin"):
+    if "axis" in a:  # argmax / argmin
         axes = None if a["axis"] is None else (a["axis"],)
-        out = kernels("reduce").reduce(node.op, args[0], axes, a["keepdim"])
     else:
         axes = None if a["axes"] is None else tuple(a["axes"])
-        out = kernels("reduce").reduce(REDUCE[node.op], args[0], axes, a["keepdim"])
+    out = kernels("reduce").reduce(formula(node.op), args[0], axes, a["keepdim"])
     return [out.reshape(cx.shape(node.outputs[0]))]
 
 
-def _reduce_check(node: Node) -> str | None:
+def _reduce_check(node: Node, cx: CheckContext) -> str | None:
     x = node.inputs[0].type
     if x.rank == 0:
         return f"{node.op}: rank-0 inputs not supported"
@@ -309,26 +272,19 @@ def _reduce_check(node: Node) -> str | None:
     return None
 
 
-ENTRIES: dict[str, tuple[Any, ...]] = {
-    **{op: (_unary, FLOAT) for op in UNARY},
-    "gelu": (_gelu, FLOAT, _gelu_check),
-    "clamp": (_clamp, FLOAT),
-    "hardtanh": (_clamp, FLOAT),
-    **{op: (_binary, FLOAT, _same_float_inputs) for op in BINARY},
-    "where": (_where, frozenset({"bool"}), _where_check),
-    "fused_elementwise": (_fused_elementwise, FLOAT, _fused_elementwise_check),
-    "conv2d": (_conv, FLOAT, _conv_check),
-    "fused_conv2d": (_conv, FLOAT, _conv_check),
-    "linear": (_linear, FLOAT, _linear_check),
-    "fused_linear": (_linear, FLOAT, _linear_check),
-    "matmul": (_matmul, FLOAT, _matmul_check),
-    "fused_matmul": (_matmul, FLOAT, _matmul_check),
-    "batch_norm": (_batch_norm, FLOAT, _same_float_inputs),
-    "layer_norm": (_layer_norm, FLOAT, _layer_norm_check),
-    "softmax": (_softmax, FLOAT),
-    "log_softmax": (_softmax, FLOAT),
-    "max_pool2d": (_pool, FLOAT, _pool_check),
-    "avg_pool2d": (_pool, FLOAT, _pool_check),
-    "adaptive_avg_pool2d": (_adaptive, FLOAT, _adaptive_check),
-    **{op: (_reduce, FLOAT, _reduce_check) for op in (*REDUCE, "argmax", "argmin")},
+EMITTERS: dict[str, Emitter] = {
+    "unary": Emitter(_unary, FLOAT, _unary_check),
+    "clamp": Emitter(_clamp, FLOAT),
+    "binary": Emitter(_binary, FLOAT, _same_float_inputs),
+    "select": Emitter(_where, frozenset({DType.bool}), _where_check),
+    "chain": Emitter(_fused_elementwise, FLOAT, _fused_elementwise_check),
+    "conv2d": Emitter(_conv, FLOAT, _conv_check),
+    "gemm": Emitter(_gemm, FLOAT, _gemm_check),
+    "batch_norm": Emitter(_batch_norm, FLOAT, _same_float_inputs),
+    "layer_norm": Emitter(_layer_norm, FLOAT, _layer_norm_check),
+    "softmax": Emitter(_softmax, FLOAT),
+    "pool2d": Emitter(_pool, FLOAT, _pool_check, frozenset({"max", "avg", "adaptive_avg"})),
+    "reduce": Emitter(
+        _reduce, FLOAT, _reduce_check, frozenset({"sum", "mean", "max", "min", "argmax", "argmin"})
+    ),
 }

@@ -1,6 +1,6 @@
-"""Lowerings of the quantized ops, bit-exact: the IR carries every fixed-point ``(M, shift)`` as
-attributes, so these emitters launch the library's integer kernels with those values directly
-(the library's host wrappers would recompute them from scales)."""
+"""Emitters of the int8 template families, bit-exact: the IR carries every fixed-point
+``(M, shift)`` as attributes, so these emitters launch the library's integer kernels with those
+values directly (the library's host wrappers would recompute them from scales)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_kernels_cuda.lower_common import INT8, EmitContext, kernels, symmetric_pads, window_check
+from cuvil_kernels_cuda.lower_common import FLOAT, INT8, EmitContext, kernels, pads
+from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Node
-
-FLOAT_IN = frozenset({"f32", "f16"})
+from cuvil_ref.plugin.kit import CheckContext, checks
+from cuvil_ref.plugin.kit.templates import Emitter, formula
 
 
 def _cuda() -> Any:
@@ -47,10 +48,8 @@ def _new(shape: tuple[int, ...], dtype: Any) -> Any:
 # --- boundary and elementwise --------------------------------------------------------------------
 
 
-def _boundary_check(node: Node) -> str | None:
-    if node.attrs["axis"] is not None:
-        return f"{node.op}: per-channel (axis={node.attrs['axis']}) not supported"
-    return None
+def _boundary_check(node: Node, cx: CheckContext) -> str | None:
+    return checks.per_tensor(node)
 
 
 def _quantize(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
@@ -151,17 +150,15 @@ def _qlinear(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
     return [out]
 
 
-def _qconv_check(node: Node) -> str | None:
-    pads = symmetric_pads(node.op, node.attrs["padding"])
-    return pads if isinstance(pads, str) else None
+def _qconv_check(node: Node, cx: CheckContext) -> str | None:
+    return checks.padding_reason(node)
 
 
 def _qconv2d(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
     q, conv, common = kernels("quant"), kernels("conv"), kernels("common")
     a = node.attrs
-    pads = symmetric_pads(node.op, a["padding"])
     geo = conv.conv_geometry(
-        args[0].shape, args[1].shape, tuple(a["stride"]), pads, tuple(a["dilation"]),
+        args[0].shape, args[1].shape, tuple(a["stride"]), pads(node), tuple(a["dilation"]),
         a["groups"], "qconv2d",
     )  # fmt: skip
     oc = geo[conv.OC]
@@ -177,17 +174,12 @@ def _qconv2d(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
 # --- pooling -------------------------------------------------------------------------------------
 
 
-def _qpool_check(node: Node) -> str | None:
-    return window_check(node, dilation=node.op == "qmax_pool2d")
-
-
 def _geometry(node: Node, x: Any, include_pad: bool) -> list[int]:
     a = node.attrs
-    pads = symmetric_pads(node.op, a["padding"])
     dilation = tuple(a.get("dilation", (1, 1)))
     return kernels("pool").pool_geometry(
-        tuple(x.shape), tuple(a["kernel"]), tuple(a["stride"]), pads, dilation, a["ceil_mode"],
-        include_pad, node.op,
+        tuple(x.shape), tuple(a["kernel"]), tuple(a["stride"]), pads(node), dilation,
+        a["ceil_mode"], include_pad, node.op,
     )  # fmt: skip
 
 
@@ -224,22 +216,24 @@ def _qadaptive(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
     return [_qavg(node, args[0], geo)]
 
 
-def _table_check(node: Node) -> str | None:
-    if node.inputs[0].type.rank != 4:
-        return f"{node.op}: only NCHW (rank-4) inputs are supported"
-    return None if node.op == "qadaptive_avg_pool2d" else _qpool_check(node)
+def _qpool_check(node: Node, cx: CheckContext) -> str | None:
+    if formula(node.op) == "adaptive_avg":
+        return checks.rank(node, 4)
+    return checks.pool_window(node)
 
 
-ENTRIES: dict[str, tuple[Any, ...]] = {
-    "quantize": (_quantize, FLOAT_IN, _boundary_check),
-    "dequantize": (_dequantize, frozenset({"i8", "i32"}), _boundary_check),
-    "requantize": (_requantize, INT8),
-    "qconcat": (_qconcat, INT8),
-    "qadd": (_qbinary, INT8),
-    "qmul": (_qbinary, INT8),
-    "qlinear": (_qlinear, INT8),
-    "qconv2d": (_qconv2d, INT8, _qconv_check),
-    "qmax_pool2d": (_qmax_pool2d, INT8, _qpool_check),
-    "qavg_pool2d": (_qavg_pool2d, INT8, _table_check),
-    "qadaptive_avg_pool2d": (_qadaptive, INT8, _table_check),
+def _qpool(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
+    pool = {"max": _qmax_pool2d, "avg": _qavg_pool2d, "adaptive_avg": _qadaptive}
+    return pool[formula(node.op)](node, args, cx)
+
+
+EMITTERS: dict[str, Emitter] = {
+    "quantize": Emitter(_quantize, FLOAT, _boundary_check),
+    "dequantize": Emitter(_dequantize, frozenset({DType.i8, DType.i32}), _boundary_check),
+    "requantize": Emitter(_requantize, INT8),
+    "qconcat": Emitter(_qconcat, INT8),
+    "qbinary": Emitter(_qbinary, INT8),
+    "qgemm": Emitter(_qlinear, INT8, formulas=frozenset({"linear"})),
+    "qconv2d": Emitter(_qconv2d, INT8, _qconv_check),
+    "qpool2d": Emitter(_qpool, INT8, _qpool_check),
 }

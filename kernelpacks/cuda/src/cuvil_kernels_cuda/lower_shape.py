@@ -1,4 +1,5 @@
-"""Lowerings of the shape and data-movement ops (every dtype but bf16, values copied bit for bit).
+"""Emitters of the ``view``, ``movement`` and ``gather`` template families (every dtype but bf16,
+values copied bit for bit).
 
 reshape / flatten / squeeze / unsqueeze are views of a contiguous device array (no launch); the
 others use the library's strided copy, fill and gather kernels.
@@ -10,6 +11,8 @@ from typing import Any
 
 from cuvil_kernels_cuda.lower_common import ALL, EmitContext, kernels
 from cuvil_ref.ir.graph import Node
+from cuvil_ref.plugin.kit import CheckContext
+from cuvil_ref.plugin.kit.templates import Emitter, formula
 
 
 def _view(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
@@ -35,7 +38,7 @@ def _permute(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
 
 
 def _transpose(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
-    if len(args[0].shape) == 0:
+    if len(args[0].shape) == 0:  # the input itself: the arena keeps it out (shared bytes)
         return [args[0]]
     return [kernels("movement").transpose(args[0], node.attrs["dim0"], node.attrs["dim1"])]
 
@@ -67,7 +70,7 @@ def _concat(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
     return [kernels("movement").concat(args, node.attrs["axis"])]
 
 
-def _concat_check(node: Node) -> str | None:
+def _concat_check(node: Node, cx: CheckContext) -> str | None:
     if len({v.type.dtype for v in node.inputs}) != 1:
         return "concat: inputs of different dtypes not supported"
     if node.inputs[0].type.rank == 0:
@@ -80,7 +83,7 @@ def _pad(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
     return [kernels("movement").pad_constant(args[0], tuple(a["pads"]), float(a["value"]))]
 
 
-def _pad_check(node: Node) -> str | None:
+def _pad_check(node: Node, cx: CheckContext) -> str | None:
     pads, value = node.attrs["pads"], node.attrs["value"]
     if any(p < 0 for p in pads):
         return f"pad: negative pads {tuple(pads)} (cropping) not supported"
@@ -90,7 +93,7 @@ def _pad_check(node: Node) -> str | None:
     return None
 
 
-def _index_check(node: Node) -> str | None:
+def _index_check(node: Node, cx: CheckContext) -> str | None:
     idx = node.inputs[1].type.dtype.value
     if idx != "i64":
         return f"{node.op}: index dtype {idx} not supported (i64 only)"
@@ -115,16 +118,34 @@ def _embedding(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
     return [out.reshape(cx.shape(node.outputs[0]))]
 
 
-ENTRIES: dict[str, tuple[Any, ...]] = {
-    **{op: (_view, ALL) for op in ("reshape", "flatten", "squeeze", "unsqueeze")},
-    "expand": (_expand, ALL),
-    "permute": (_permute, ALL),
-    "transpose": (_transpose, ALL),
-    "slice": (_slice, ALL),
-    "split": (_split, ALL),
-    "concat": (_concat, ALL, _concat_check),
-    "pad": (_pad, ALL, _pad_check),
-    "index_select": (_index_select, ALL, _index_check),
-    "gather": (_gather, ALL, _index_check),
-    "embedding": (_embedding, ALL, _index_check),
+_MOVEMENT = {
+    "expand": _expand,
+    "permute": _permute,
+    "transpose": _transpose,
+    "slice": _slice,
+    "split": _split,
+    "concat": _concat,
+    "pad": _pad,
+}
+_MOVEMENT_CHECKS = {"concat": _concat_check, "pad": _pad_check}
+_GATHER = {"index_select": _index_select, "gather": _gather, "embedding": _embedding}
+
+
+def _movement(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
+    return _MOVEMENT[formula(node.op)](node, args, cx)
+
+
+def _movement_check(node: Node, cx: CheckContext) -> str | None:
+    check = _MOVEMENT_CHECKS.get(formula(node.op))
+    return check(node, cx) if check else None
+
+
+def _gathering(node: Node, args: list[Any], cx: EmitContext) -> list[Any]:
+    return _GATHER[formula(node.op)](node, args, cx)
+
+
+EMITTERS: dict[str, Emitter] = {
+    "view": Emitter(_view, ALL),
+    "movement": Emitter(_movement, ALL, _movement_check, frozenset(_MOVEMENT)),
+    "gather": Emitter(_gathering, ALL, _index_check, frozenset(_GATHER)),
 }

@@ -53,8 +53,8 @@ TORCH_BINARY = {
     "mul": torch.mul,
     "div": torch.div,
     "pow": torch.pow,
-    "maximum": torch.maximum,
-    "minimum": torch.minimum,
+    "max": torch.maximum,
+    "min": torch.minimum,
 }
 
 

@@ -71,6 +71,7 @@ def test_shape_errors_name_the_op() -> None:
         Epilogue("tanh")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("m", [1, gemm.GEMV_MAX_ROWS, gemm.GEMV_MAX_ROWS + 1])
 def test_skinny_rows_take_the_gemv_path_and_agree(m: int, rng: np.random.Generator) -> None:
     # m <= GEMV_MAX_ROWS uses the one-thread-per-column kernel, m + 1 the tiled one: both equal

@@ -1,4 +1,4 @@
-"""int8 kernels bit-exact against ``cuvil_ref.quant.arith`` (the pinned spec's implementation)."""
+"""int8 kernels bit-exact against ``cuvil_ref.ops.qarith`` (the pinned spec's implementation)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from cuvil_kernels_cuda.device import to_host as host
 from cuvil_kernels_cuda.kernels import quant, quant_pool
 
-from cuvil_ref.quant import arith
+from cuvil_ref.ops import qarith
 
 
 def _q(
@@ -23,15 +23,15 @@ def test_quantize_rounds_half_even_and_saturates() -> None:
                  np.float32)  # fmt: skip
     for scale, zp in ((1.0, 0), (0.5, 3), (np.float32(0.1), -7)):
         got = host(quant.quantize(x, scale, zp))
-        np.testing.assert_array_equal(got, arith.quantize(x, scale, zp))
+        np.testing.assert_array_equal(got, qarith.quantize(x, scale, zp))
     assert list(host(quant.quantize(x[:6], 1.0, 0))) == [0, 2, 2, 0, -2, -2]
 
 
 def test_dequantize_and_requantize(rng: np.random.Generator) -> None:
     q = _q(rng, (3, 7))
-    np.testing.assert_array_equal(host(quant.dequantize(q, 0.1, -3)), arith.dequantize(q, 0.1, -3))
-    m, s = arith.quantize_multiplier(float(np.float32(0.1)) / float(np.float32(0.37)))
-    want = arith.requantize_output(q.astype(np.int64) + 3, m, s, 5)
+    np.testing.assert_array_equal(host(quant.dequantize(q, 0.1, -3)), qarith.dequantize(q, 0.1, -3))
+    m, s = qarith.quantize_multiplier(float(np.float32(0.1)) / float(np.float32(0.37)))
+    want = qarith.requantize_output(q.astype(np.int64) + 3, m, s, 5)
     np.testing.assert_array_equal(host(quant.requantize(q, 0.1, -3, 0.37, 5)), want)
 
 
@@ -40,26 +40,26 @@ def test_qadd_shared_shift_broadcast(activation: str | None, rng: np.random.Gene
     a, b = _q(rng, (4, 5)), _q(rng, (5,))
     sa, sb, so = np.float32(0.05), np.float32(0.031), np.float32(0.07)
     got = host(quant.qadd(a, sa, 3, b, sb, -9, so, -2, activation))
-    ms, shift = arith.shared_shift_multipliers([float(sa) / float(so), float(sb) / float(so)])
-    qmin, qmax = arith.relu_bounds(activation, so, -2)
-    np.testing.assert_array_equal(got, arith.qadd_int(a, 3, b, -9, ms, shift, -2, qmin, qmax))
+    ms, shift = qarith.shared_shift_multipliers([float(sa) / float(so), float(sb) / float(so)])
+    qmin, qmax = qarith.relu_bounds(activation, so, -2)
+    np.testing.assert_array_equal(got, qarith.qadd_int(a, 3, b, -9, ms, shift, -2, qmin, qmax))
 
 
 def test_qmul(rng: np.random.Generator) -> None:
     a, b = _q(rng, (3, 4)), _q(rng, (3, 1))
     sa, sb, so = np.float32(0.02), np.float32(0.05), np.float32(0.01)
-    m, s = arith.quantize_multiplier(float(sa) * float(sb) / float(so))
+    m, s = qarith.quantize_multiplier(float(sa) * float(sb) / float(so))
     got = host(quant.qmul(a, sa, 1, b, sb, -4, so, 6))
-    np.testing.assert_array_equal(got, arith.qmul_int(a, 1, b, -4, m, s, 6))
+    np.testing.assert_array_equal(got, qarith.qmul_int(a, 1, b, -4, m, s, 6))
 
 
 def _channel_ref(acc: np.ndarray, ws: np.ndarray, s_in: float, s_out: float, zp: int,
                  activation: str | None, axis: int) -> np.ndarray:  # fmt: skip
-    mults, shifts = arith.quantize_multipliers(
+    mults, shifts = qarith.quantize_multipliers(
         [float(np.float32(s_in)) * float(w) / float(np.float32(s_out)) for w in ws]
     )
-    qmin, qmax = arith.relu_bounds(activation, s_out, zp)
-    return arith.requantize_output(acc, mults, shifts, zp, qmin, qmax, axis=axis)
+    qmin, qmax = qarith.relu_bounds(activation, s_out, zp)
+    return qarith.requantize_output(acc, mults, shifts, zp, qmin, qmax, axis=axis)
 
 
 @pytest.mark.parametrize("activation", [None, "relu6"])
@@ -89,7 +89,7 @@ def test_qconv2d_padding_is_zero_point(groups: int, stride: int, padding: int, d
 
 def test_accumulator_bound_is_enforced() -> None:
     x, w = np.zeros((1, 70000), np.int8), np.zeros((1, 70000), np.int8)
-    with pytest.raises(arith.QuantArithError, match="overflow"):
+    with pytest.raises(qarith.QuantArithError, match="overflow"):
         quant.qlinear(x, 0.1, 0, w, [0.1], None, 0.1, 0)
 
 
@@ -104,9 +104,9 @@ def _requant_by_count(acc: np.ndarray, counts: np.ndarray, s_in: float, s_out: f
                       out_zp: int) -> np.ndarray:  # fmt: skip
     out = np.empty(acc.shape, np.int8)
     for n in np.unique(counts):
-        m, s = arith.quantize_multiplier(float(np.float32(s_in)) / (float(np.float32(s_out)) * n))
+        m, s = qarith.quantize_multiplier(float(np.float32(s_in)) / (float(np.float32(s_out)) * n))
         sel = counts == n
-        out[sel] = arith.requantize_output(acc[sel], m, s, out_zp)
+        out[sel] = qarith.requantize_output(acc[sel], m, s, out_zp)
     return out
 
 

@@ -14,6 +14,7 @@ from cuvil_kernels_cuda.lowering import LOWERINGS
 from cuvil_ref.errors import TargetError
 from cuvil_ref.ir.builder import GraphBuilder
 from cuvil_ref.ir.dtypes import DType
+from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.graph import Node
 from cuvil_ref.ir.types import TensorType
 from cuvil_ref.plugin.host import get_host
@@ -88,7 +89,7 @@ def test_plugin_import_is_light() -> None:
     ("op", "dtype", "attrs", "reason"),
     [
         ("relu", DType.bf16, {}, "dtype bf16 not supported"),
-        ("relu", DType.i32, {}, "dtype i32 not supported"),
+        ("relu", DType.i32, {}, "dtype i32 of %x is not supported"),
         ("pad", DType.f32, {"pads": (-1, 0)}, "negative pads"),
         ("max_pool2d", DType.f32, {"kernel": (3, 3), "padding": (0, 1, 1, 1)}, "asymmetric"),
         ("gelu", DType.f32, {"approximate": "tanh"}, "approximate='tanh'"),
@@ -101,10 +102,12 @@ def test_declines_with_precise_reasons(op: str, dtype: DType, attrs: dict, reaso
 
 
 def test_claims_what_it_lowers() -> None:
-    assert plugin.support(_node("relu")).supported
+    assert plugin.cuvil_supports_node(CUDA, _node("relu"), None).supported
     pool = _node("max_pool2d", attrs={"kernel": (3, 3), "padding": (1, 1)})
-    assert plugin.support(pool).supported
-    assert not plugin.support(_node("relu", DType.f16), fp16=False).supported
+    assert plugin.cuvil_supports_node(CUDA, pool, None).supported
+    no_fp16 = TargetSpec("cuda", options=FrozenDict({"fp16": False}))
+    answer = plugin.cuvil_supports_node(no_fp16, _node("relu", DType.f16), None)
+    assert not answer.supported and "fp16=False" in answer.reason
     assert {"conv2d", "linear", "qconv2d", "qlinear", "quantize"} <= set(LOWERINGS)
 
 

@@ -113,7 +113,6 @@ def plan_metrics(plan: KernelPlan) -> dict[str, Any]:
         "launches": len(plan.launches),
         "unique_kernels": len(plan.sources),
         "arena_bytes": plan.arena_bytes,
-        "memory": plan.memory_source,
         "loop_unroll_factor": plan.options.loop_unroll_factor,
         "block_size": plan.options.block_size,
         "notes": list(plan.notes),

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cuvil_kernels_hip.lowering import support_reason
 from cuvil_kernels_hip.planning import KernelPlan, plan_partition
+from cuvil_kernels_hip.plugin import support_reason
 from cuvil_kernels_hip.source import KernelSource
+from cuvil_ref.errors import TargetError
 from cuvil_ref.ir.graph import Graph
 from cuvil_ref.passes.memory_plan import plan_memory
 
@@ -30,8 +31,13 @@ FEATURE_SETS: tuple[tuple[str, ...], ...] = ((), ("tensor_core", "sm_90"))
 def plan_graph(
     graph: Graph, options: dict | None = None, features: tuple[str, ...] = ()
 ) -> KernelPlan:
-    """``plan_partition`` with the compiler's memory plan, as ``compile_module`` would call it."""
-    return plan_partition(graph, {**(options or {}), "memory_plan": plan_memory(graph)}, features)
+    """``plan_partition`` with the compiler's memory plan, as ``compile_module`` would call it
+    (every node must be one the pack claims: TargetError with the reason otherwise)."""
+    for node in graph.nodes:
+        reason = support_reason(node, graph)
+        if reason is not None:
+            raise TargetError(f"target 'hip' cannot lower {node.describe()}: {reason}")
+    return plan_partition(graph, dict(options or {}), plan_memory(graph), features)
 
 
 def zoo_graph(name: str, shape: tuple[int, ...] | None = None) -> Graph:

@@ -1,25 +1,27 @@
 """The planning step: a partition graph -> kernel sources, launches and one arena layout.
 
 Pure Python (no CuPy, no GPU), so it is tested on any machine and it is what the compile check
-and ``gpu_bench.py --dry-run`` run. Arena layout: node outputs at the offsets of the compiler's
-memory plan (``options["memory_plan"]``) when that plan fits this partition, else at offsets
-planned for the partition alone; then every constant and every partition input, each aligned.
+and ``gpu_bench.py --dry-run`` run. Arena layout: node outputs at the offsets of the memory plan
+the compiler made for this partition (used as given: views share their input's bytes, pointwise
+ops may write over a dying input); then every constant and every partition input, each aligned.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from cuvil_kernels_hip.lowering import LOWERINGS, support_reason
+from cuvil_kernels_hip.lowering import LOWERINGS
 from cuvil_kernels_hip.lowerings.common import LowerContext, numel, static_shape
 from cuvil_kernels_hip.runtime import ARENA_ALIGNMENT, BufferSpec, Launch, check_buffers
 from cuvil_kernels_hip.source import KernelOptions, KernelSource
 from cuvil_ref.errors import TargetError
 from cuvil_ref.ir.graph import Graph, Value
-from cuvil_ref.passes.memory_plan import MemoryPlan, plan_memory
+from cuvil_ref.passes.memory_plan import MemoryPlan
+from cuvil_ref.plugin.kit import lowering_node
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,6 @@ class KernelPlan:
     constants: dict[str, np.ndarray]
     options: KernelOptions
     notes: tuple[str, ...]
-    memory_source: str  # "compiler plan" or "partition plan"
 
     @property
     def sources(self) -> list[KernelSource]:
@@ -53,48 +54,21 @@ def _spec(value: Value, offset: int) -> BufferSpec:
     return BufferSpec(offset, static_shape(value), value.type.dtype.numpy.name)
 
 
-def _plan_fits(plan: MemoryPlan | None, graph: Graph) -> bool:
-    """Whether the compiler's whole-graph plan is valid for this partition's node order."""
-    if plan is None or not graph.nodes:
-        return False
-    starts = []
-    for node in graph.nodes:
-        for v in node.outputs:
-            b = plan.buffers.get(v.name)
-            if b is None or b.nbytes != _spec(v, 0).nbytes or b.offset % ARENA_ALIGNMENT:
-                return False
-        starts.append(plan.buffers[node.outputs[0].name].start)
-    if starts != sorted(starts):  # partitioning reordered nodes: lifetimes no longer hold
-        return False
-    return all(plan.buffers[v.name].end >= starts[-1] for v in graph.outputs)
-
-
 def plan_partition(
-    graph: Graph, options: dict[str, Any], features: tuple[str, ...] = ()
+    graph: Graph, options: Mapping[str, Any], memory: MemoryPlan, features: tuple[str, ...] = ()
 ) -> KernelPlan:
-    """Lower every node of ``graph`` and lay out the arena; raises TargetError naming the node."""
+    """Lower every (claimed) node of ``graph`` into launches and lay out the arena around
+    ``memory``, the partition's plan; raises TargetError naming the node."""
     try:
         kopts = KernelOptions.from_target(dict(options), features)
     except ValueError as exc:
         raise TargetError(f"target 'hip': {exc}") from None
-    ctx = LowerContext(graph, kopts)
+    ctx = LowerContext(graph, kopts, memory)
     for node in graph.nodes:
-        reason = support_reason(node, graph)
-        if reason is not None:
-            raise TargetError(
-                f"target 'hip' cannot lower %{node.outputs[0].name} = {node.op}: {reason}"
-            )
         if numel(static_shape(node.outputs[0])) == 0:
             continue  # an empty output needs no launch
-        try:
+        with lowering_node("hip", node):
             LOWERINGS[node.op].lower(node, ctx)
-        except (ValueError, KeyError) as exc:
-            raise TargetError(
-                f"target 'hip' failed to lower %{node.outputs[0].name} = {node.op}: {exc}"
-            ) from exc
-    given = options.get("memory_plan")
-    fits = _plan_fits(given, graph)
-    memory = given if fits else plan_memory(graph)
     buffers: dict[str, BufferSpec] = {}
     end = 0
     for node in graph.nodes:
@@ -124,5 +98,4 @@ def plan_partition(
         constants=constants,
         options=kopts,
         notes=tuple(ctx.notes),
-        memory_source="compiler plan" if fits else "partition plan",
     )

@@ -86,7 +86,12 @@ class Builder:
             },
         )
 
-    def build(self, macs: int, info: dict[str, object] | None = None) -> Program:
+    def build(
+        self,
+        macs: int,
+        info: dict[str, object] | None = None,
+        touched: dict[str, int] | None = None,
+    ) -> Program:
         uop_data = np.asarray(self.uops or [(0, 0, 0)], np.int32)
         uop_region = self.region("uops", uop_data.shape, "int32", "const", data=uop_data)
         head: list[Insn] = []
@@ -117,6 +122,7 @@ class Builder:
             image,
             int(macs),
             dict(info or {}),
+            dict(touched or {}),
         )
 
 

@@ -26,6 +26,13 @@ class EnergyTable:
     * `dram_pj_per_byte`: DRAM access of 64 bits = 1.3-2.6 nJ; the low end 1.3 nJ -> 162.5 pJ/byte.
     * `alu_pj_per_op`: 32-bit integer add 0.1 pJ (add, max, min, shift, clamp, move).
     * `alu_mul_pj`: 32-bit integer multiply 3.1 pJ (MUL, and each multiply of a requantization).
+    * `dram_pj_per_byte_high`: the high end, 2.6 nJ / 64 bit = 325 pJ/byte (the range's top).
+
+    Leakage (energy.py) is an order-of-magnitude figure for 45 nm, not a measurement:
+    * `leakage_mw_per_kib`: SRAM leakage 10 uW per KiB (CACTI-class 45 nm arrays; low-standby-
+      power cells leak about 10x less, high-performance cells about 4x more: `static_low`,
+      `static_high` scale it for the range).
+    * `leakage_mw_per_mac`: 2 uW per int8 MAC unit with its int32 accumulator and registers.
     """
 
     mac_pj: float = 0.3
@@ -33,6 +40,11 @@ class EnergyTable:
     dram_pj_per_byte: float = 162.5
     alu_pj_per_op: float = 0.1
     alu_mul_pj: float = 3.1
+    dram_pj_per_byte_high: float = 325.0
+    leakage_mw_per_kib: float = 0.01
+    leakage_mw_per_mac: float = 0.002
+    static_low: float = 0.1
+    static_high: float = 4.0
     process_node: str = "45 nm (Horowitz, ISSCC 2014)"
 
 
@@ -41,10 +53,11 @@ class NpuConfig:
     """One simulated NPU. Sizes are in bytes unless the name says otherwise.
 
     The MAC array is weight-stationary, `array_rows` x `array_cols` int8 MACs with int32
-    accumulators. `pipelined_folds=True` models shadow weight registers: the next fold's weights
-    preload while the current fold streams, and folds of one GEMM instruction stream back to back,
-    so pipeline fill/drain is paid once per GEMM instruction. `pipelined_folds=False` is the
-    SCALE-Sim weight-stationary model: every fold pays preload + fill + drain (2R + C + M - 2).
+    accumulators. `weight_double_buffer=True` gives every PE a shadow weight register: an
+    instruction that sets `g_wdb = 1` chains its folds (the next fold's weights load over the
+    weight bus while the current one streams, and its wavefront follows at max(M, C + 1) cycles;
+    see timing.py). Without it (or with `g_wdb = 0`) every fold pays preload + fill + drain,
+    2R + C + M - 2, the SCALE-Sim weight-stationary model.
 
     The depthwise datapath has a line buffer (Eyeriss-style row reuse, as in Ethos-U / NVDLA
     depthwise engines): `dw_line_rows` rows of `dw_line_cols` pixels x `array_cols` channels of
@@ -71,10 +84,12 @@ class NpuConfig:
     dram_latency: int = 100
     dram_burst_bytes: int = 64
     issue_cycles: int = 2
-    pipelined_folds: bool = True
+    weight_double_buffer: bool = True  # shadow weight registers (timing.py)
     dw_line_rows: int = 7
     dw_line_cols: int = 128
     loop_unroll_factor: int = 1  # lowering: micro-op copies per GEMM/DWCONV body (unroll.py)
+    sfu_div_cycles: int = 34  # special-function unit: one 64/32-bit divide per lane (radix 4)
+    sfu_sqrt_cycles: int = 34  # special-function unit: one integer square root per lane
     energy: EnergyTable = field(default_factory=EnergyTable)
 
     @property
@@ -144,7 +159,13 @@ def _validate(cfg: NpuConfig) -> NpuConfig:
             raise ValueError(
                 f"npu config {cfg.name!r}: {name} must be a positive int, got {value!r}"
             )
-    for name in ("alu_latency", "dram_latency", "issue_cycles"):
+    for name in (
+        "alu_latency",
+        "dram_latency",
+        "issue_cycles",
+        "sfu_div_cycles",
+        "sfu_sqrt_cycles",
+    ):
         value = getattr(cfg, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ValueError(f"npu config {cfg.name!r}: {name} must be an int >= 0, got {value!r}")
@@ -165,8 +186,8 @@ def _validate(cfg: NpuConfig) -> NpuConfig:
             f"npu config {cfg.name!r}: loop_unroll_factor must be an int in [1, {UNROLL_MAX}], "
             f"got {f!r}"
         )
-    if not isinstance(cfg.pipelined_folds, bool):
-        raise ValueError(f"npu config {cfg.name!r}: pipelined_folds must be a bool")
+    if not isinstance(cfg.weight_double_buffer, bool):
+        raise ValueError(f"npu config {cfg.name!r}: weight_double_buffer must be a bool")
     for f in dataclasses.fields(cfg.energy):
         value = getattr(cfg.energy, f.name)
         if f.name != "process_node" and (not isinstance(value, (int, float)) or value < 0):

@@ -21,13 +21,16 @@ from typing import Any
 import numpy as np
 
 from cuvil_kernels_npu_sim.config import NpuConfig
+from cuvil_kernels_npu_sim.energy import energy_fields, power_fields, static_mw
 from cuvil_kernels_npu_sim.lowering import Layer
-from cuvil_kernels_npu_sim.metrics import layer_metrics, trace_text
+from cuvil_kernels_npu_sim.lowering_transformer import DMA_MOVES, dma_move, dma_move_metrics
+from cuvil_kernels_npu_sim.metrics import ENERGY_KEYS, layer_metrics, trace_text
 from cuvil_kernels_npu_sim.simulator import simulate
+from cuvil_ref.ops import families
 from cuvil_ref.plugin.types import Executable
 
 NHWC, PLAIN = "NHWC", "plain"
-_NHWC_OPS = frozenset({"qconv2d", "qmax_pool2d", "qavg_pool2d", "qadaptive_avg_pool2d"})
+_NHWC_OPS = frozenset({"qconv2d", "qconv2d+qadd"}) | families.QUANT_POOLS
 
 
 def _same_bytes(shape: tuple[int, ...]) -> bool:
@@ -38,7 +41,7 @@ def _same_bytes(shape: tuple[int, ...]) -> bool:
 def _relayout_metrics(name: str, shape: tuple[int, ...], cfg: NpuConfig) -> dict[str, Any]:
     moved = 2 * int(np.prod(shape, dtype=np.int64))
     cycles = -(-moved // cfg.dram_bytes_per_cycle) + cfg.dram_latency
-    energy = moved * cfg.energy.dram_pj_per_byte
+    energy = energy_fields({"dram": moved * cfg.energy.dram_pj_per_byte}, cycles, cfg)
     seconds = cycles / (cfg.clock_ghz * 1e9)
     return {
         "node": name,
@@ -51,10 +54,15 @@ def _relayout_metrics(name: str, shape: tuple[int, ...], cfg: NpuConfig) -> dict
         "mac_utilization": 0.0,
         "dram_bytes": moved,
         "sram_bytes": 0,
-        "energy_pj": energy,
-        "power_w": energy * 1e-12 / seconds,
+        **energy,
         "instructions": 0,
         "modeled": True,
+        "compute_cycles": 0,
+        "fill_drain_cycles": 0,
+        "dram_busy_cycles": -(-moved // cfg.dram_bytes_per_cycle),
+        "bound": "memory",
+        "utilization": -(-moved // cfg.dram_bytes_per_cycle) / cycles,
+        "roofline_bound": "memory",
     }
 
 
@@ -121,6 +129,13 @@ class NpuExecutable(Executable):
         random_mode = self.sim_mode == "random"
         for layer, moves in zip(self.layers, self.relayouts, strict=True):
             rows += [_relayout_metrics(v, self.shapes[v], self.config) for v in moves]
+            if layer.program is None and layer.op in DMA_MOVES:
+                x = env[layer.inputs[0][0]]
+                env[layer.output] = dma_move(layer.op, x, layer.attrs, layer.out_shape)
+                out_bytes = int(np.prod(layer.out_shape, dtype=np.int64))
+                read = out_bytes if layer.op == "slice" else x.size  # a slice reads its part
+                rows.append(dma_move_metrics(layer.node, layer.op, read, out_bytes, self.config))
+                continue
             if layer.program is None:
                 env[layer.output] = np.reshape(env[layer.inputs[0][0]], layer.out_shape)
                 rows.append(self._free_row(layer))
@@ -158,9 +173,10 @@ class NpuExecutable(Executable):
             "mac_utilization": 0.0,
             "dram_bytes": 0,
             "sram_bytes": 0,
-            "energy_pj": 0.0,
-            "power_w": 0.0,
+            **energy_fields({}, 0, self.config),
             "instructions": 0,
+            "bound": "none",
+            "utilization": 0.0,
         }
 
     def _summarize(
@@ -169,7 +185,7 @@ class NpuExecutable(Executable):
         cfg = self.config
         cycles = sum(int(r["cycles"]) for r in rows)
         macs = sum(int(r["macs"]) for r in rows)
-        energy = sum(float(r["energy_pj"]) for r in rows)
+        energy = {k: sum(float(r[k]) for r in rows) for k in ENERGY_KEYS}
         seconds = cycles / (cfg.clock_ghz * 1e9)
         out: dict[str, Any] = {
             "target": cfg.name,
@@ -183,8 +199,9 @@ class NpuExecutable(Executable):
             "mac_utilization": macs / max(1, cycles * cfg.peak_macs_per_cycle),
             "dram_bytes": sum(int(r["dram_bytes"]) for r in rows),
             "sram_bytes": sum(int(r["sram_bytes"]) for r in rows),
-            "energy_pj": energy,
-            "power_w": energy * 1e-12 / seconds if seconds else 0.0,
+            **energy,
+            **power_fields(energy, seconds),
+            "static_power_mw": static_mw(cfg),
             "instructions": sum(int(r["instructions"]) for r in rows),
             "host_seconds": host_seconds,
             "layers": rows,

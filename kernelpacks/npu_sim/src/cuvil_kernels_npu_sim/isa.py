@@ -6,7 +6,7 @@ in the order of `FIELDS[op]` (LSB first). Rarely changing operands (DRAM strides
 shape, zero points, ALU constants) live in per-queue registers written by `SET`, which keeps every
 instruction within 128 bits.
 
-Queues (VTA-style): LOAD runs on the load queue, GEMM/DWCONV/ALU/FINISH on the compute queue,
+Queues (VTA-style): LOAD runs on the load queue, GEMM/DWCONV/ALU/SFU/FINISH on the compute queue,
 STORE on the store queue; SET and NOP run on the queue their register / `queue` field names. The
 load queue's "next" is compute; compute's "prev" is load and "next" is store; store's "prev" is
 compute.
@@ -27,6 +27,7 @@ class Op(enum.IntEnum):
     ALU = 5
     FINISH = 6
     DWCONV = 7
+    SFU = 8
 
 
 class Queue(enum.IntEnum):
@@ -60,6 +61,14 @@ class AluOp(enum.IntEnum):
     CLAMP = 6
     REQUANT = 7
     REQADD = 8
+
+
+class SfuFn(enum.IntEnum):
+    """Special-function unit row operations (docs/semantics.md §11)."""
+
+    LUT = 0  # dst = TBL[tbl + src + 128]
+    SOFTMAX = 1  # per row, exp table at TBL[tbl], probabilities at scale 2**-8, zp -128
+    LAYERNORM = 2  # per row, per-channel [M, shift, sign, beta_q] at TBL[tbl]
 
 
 class Src(enum.IntEnum):
@@ -96,6 +105,8 @@ REGISTERS: dict[str, tuple[int, Queue]] = {
     "g_tbl": (21, Queue.COMPUTE),  # GEMM/DWCONV rq=1: TBL word address of [bias, M, shift]
     "g_kr": (22, Queue.COMPUTE),  # DWCONV: kernel rows per micro-op via the line buffer (0 = 1)
     "g_krs": (23, Queue.COMPUTE),  # DWCONV: INP stride between those kernel rows
+    "g_wdb": (24, Queue.COMPUTE),  # GEMM/DWCONV: 1 chains folds through the shadow weights
+    "s_eps": (25, Queue.COMPUTE),  # SFU LAYERNORM: eps_q (variance floor, integer domain)
 }
 REGISTER_NAMES: dict[int, str] = {rid: name for name, (rid, _) in REGISTERS.items()}
 
@@ -155,6 +166,15 @@ FIELDS: dict[Op, tuple[tuple[str, int, bool], ...]] = {
         ("ss1", 16, False),
     ),
     Op.FINISH: (),
+    Op.SFU: (
+        ("fn", 4, False),
+        ("dst", 16, False),
+        ("src", 16, False),
+        ("tbl", 12, False),
+        ("rows", 11, False),
+        ("cols", 12, False),
+        ("stride", 16, False),
+    ),
 }
 ENUM_FIELDS: dict[str, type[enum.IntEnum]] = {
     "queue": Queue,
@@ -162,6 +182,7 @@ ENUM_FIELDS: dict[str, type[enum.IntEnum]] = {
     "dtype": DType,
     "aluop": AluOp,
     "src": Src,
+    "fn": SfuFn,
 }
 FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
 WORD_BITS = 128

@@ -1,7 +1,7 @@
 """Layer lowerings onto the MAC array: `lower_qconv2d`, `lower_qlinear`, `lower_qmatmul`.
 
 Each takes shapes, numpy constants and integer attributes (zero points, per-channel multiplier
-and shift from `cuvil_ref.quant.arith.quantize_multiplier`, clamp bounds that already include a
+and shift from `cuvil_ref.ops.qarith.quantize_multiplier`, clamp bounds that already include a
 fused relu/relu6) and returns a `Program`. Grouped and depthwise convolutions pack several groups
 into one block-diagonal dense problem of up to `array_rows` input channels, so the array stays
 busy on narrow groups; depthwise convolutions (one input and one output channel per group) run as
@@ -11,6 +11,7 @@ the pinned quant spec bit for bit.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -22,6 +23,7 @@ from cuvil_kernels_npu_sim.config import NpuConfig, get_config
 from cuvil_kernels_npu_sim.lower_gemm import (
     Epilogue,
     GemmProblem,
+    Residual,
     emit_gemm_layer,
     weight_block_offsets,
 )
@@ -80,6 +82,24 @@ def _info(g: ConvGeometry, t: ConvTiling, packs: int) -> dict[str, object]:
     return {"geometry": g, "tiling": t, "packs": packs}
 
 
+def _tiling(g: ConvGeometry, cfg: NpuConfig, residual: Residual | None) -> ConvTiling:
+    """A fused residual add keeps the other operand's tiles next to the output tiles, so the
+    tiler gets half the accumulator (emit_gemm_layer uses quarters)."""
+    if residual is None:
+        return search_conv_tiling(g, cfg)
+    return search_conv_tiling(g, dataclasses.replace(cfg, acc_bytes=cfg.acc_bytes // 2))
+
+
+def _skip(
+    b: Builder, residual: Residual | None, shape: tuple[int, ...], layout: str
+) -> Residual | None:
+    """The qadd operand's input region "skip" (same shape and layout as the output)."""
+    if residual is None:
+        return None
+    region = b.region("skip", shape, "int8", "input", layout)
+    return dataclasses.replace(residual, skip_off=region.offset)
+
+
 def lower_qconv2d(
     x_shape: Sequence[int],
     weight: np.ndarray,
@@ -97,10 +117,12 @@ def lower_qconv2d(
     groups: int = 1,
     target: Target = "npu-v3",
     name: str = "qconv2d",
+    residual: Residual | None = None,
 ) -> Program:
     """x: int8 NCHW of `x_shape` (input region "x"); weight: int8 [Cout, Cin/groups, KH, KW];
     bias: int32 [Cout] or None; multiplier/shift: per channel (or scalars). Output region "y",
-    int8 NCHW. Both activations are stored NHWC in DRAM."""
+    int8 NCHW. Both activations are stored NHWC in DRAM. `residual` fuses a following qadd
+    (its other operand is input region "skip"; "y" is then the sum)."""
     cfg = get_config(target)
     n, cin, h, w = (int(v) for v in x_shape)
     weight = np.asarray(weight)
@@ -120,6 +142,8 @@ def lower_qconv2d(
     bias_max = 0 if bias is None else int(np.abs(np.asarray(bias, np.int64)).max(initial=0))
     _check_acc(name, cin_g * kh * kw, 128, bias_max)
     cout_g = cout // groups
+    if residual is not None and groups > 1:
+        raise ValueError(f"{name}: a fused residual add needs a dense convolution (groups=1)")
     if groups > 1 and cin_g == 1 and cout_g == 1 and kw <= cfg.array_rows:
         return _lower_depthwise(
             cfg,
@@ -141,10 +165,11 @@ def lower_qconv2d(
     g = ConvGeometry(n, h, w, gp * cin_g, gp * cout_g, kh, kw, sh, sw, ph, pw, dh, dw)
     if g.oh < 1 or g.ow < 1:
         raise ValueError(f"{name}: output would be empty for input {tuple(x_shape)}")
-    t = search_conv_tiling(g, cfg)
+    t = _tiling(g, cfg, residual)
     b = Builder(name, cfg)
     xr = b.region("x", (n, cin, h, w), "int8", "input", "NHWC")
     yr = b.region("y", (n, cout, g.oh, g.ow), "int8", "output", "NHWC")
+    residual = _skip(b, residual, (n, cout, g.oh, g.ow), "NHWC")
     offsets = weight_block_offsets(g, t)
     w_blocks, tables = [], []
     bias_arr = None if bias is None else np.asarray(bias, np.int64).reshape(-1)
@@ -192,9 +217,9 @@ def lower_qconv2d(
         )
         for p in range(packs)
     ]
-    emit_gemm_layer(b, g, t, problems, Epilogue(x_zp, 0, out_zp, qmin, qmax))
+    emit_gemm_layer(b, g, t, problems, Epilogue(x_zp, 0, out_zp, qmin, qmax), residual)
     macs = n * g.oh * g.ow * cout * cin_g * kh * kw
-    return b.build(macs, _info(g, t, packs))
+    return b.build(macs, _info(g, t, packs), {"x": g.touched_input_bytes(cin)})
 
 
 def _lower_depthwise(
@@ -226,7 +251,8 @@ def _lower_depthwise(
     tr = b.region("tables", table.shape, "int32", "const", data=table)
     problem = GemmProblem(xr.offset, c, 0, yr.offset, c, 0, "const", wr.offset, 0, tr.offset, 0)
     emit_gemm_layer(b, g, t, [problem], ep)
-    return b.build(n * g.oh * g.ow * c * kh * kw, _info(g, t, 1))
+    macs = n * g.oh * g.ow * c * kh * kw
+    return b.build(macs, _info(g, t, 1), {"x": g.touched_input_bytes(c)})
 
 
 def lower_qlinear(
@@ -242,8 +268,10 @@ def lower_qlinear(
     qmax: int = 127,
     target: Target = "npu-v3",
     name: str = "qlinear",
+    residual: Residual | None = None,
 ) -> Program:
-    """x: int8 [..., K] (region "x"); weight: int8 [N, K]; output "y" int8 [..., N]."""
+    """x: int8 [..., K] (region "x"); weight: int8 [N, K]; output "y" int8 [..., N];
+    `residual` fuses a following qadd (other operand: region "skip")."""
     cfg = get_config(target)
     weight = np.asarray(weight)
     if weight.dtype != np.int8 or weight.ndim != 2 or weight.shape[1] != x_shape[-1]:
@@ -256,10 +284,11 @@ def lower_qlinear(
     bias_max = 0 if bias is None else int(np.abs(np.asarray(bias, np.int64)).max(initial=0))
     _check_acc(name, k, 128, bias_max)
     g = ConvGeometry(1, 1, rows, k, n_out, 1, 1, 1, 1, 0, 0, 1, 1)
-    t = search_conv_tiling(g, cfg)
+    t = _tiling(g, cfg, residual)
     b = Builder(name, cfg)
     xr = b.region("x", tuple(x_shape), "int8", "input")
     yr = b.region("y", (*x_shape[:-1], n_out), "int8", "output")
+    residual = _skip(b, residual, (*x_shape[:-1], n_out), "plain")
     dense = weight.T[None, None]
     blocks = [
         dense[:, :, ci0 : ci0 + t.ci_t, co0 : co0 + t.co_t].reshape(-1)
@@ -269,7 +298,7 @@ def lower_qlinear(
     table = _requant_table(name, n_out, bias, multiplier, shift, t.co_t)
     tr = b.region("tables", table.shape, "int32", "const", data=table)
     problem = GemmProblem(xr.offset, k, 0, yr.offset, n_out, 0, "const", wr.offset, 0, tr.offset, 0)
-    emit_gemm_layer(b, g, t, [problem], Epilogue(x_zp, 0, out_zp, qmin, qmax))
+    emit_gemm_layer(b, g, t, [problem], Epilogue(x_zp, 0, out_zp, qmin, qmax), residual)
     return b.build(rows * k * n_out, _info(g, t, 1))
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cuvil_kernels_npu_sim.builder import Builder, Pipeline
-from cuvil_kernels_npu_sim.isa import DType, Mem, Op
+from cuvil_kernels_npu_sim.isa import AluOp, DType, Mem, Op, Src
 from cuvil_kernels_npu_sim.tiling import ConvGeometry, ConvTiling, line_buffered
 from cuvil_kernels_npu_sim.unroll import ArrayLoop, unroll_loop
 
@@ -43,6 +43,24 @@ class GemmProblem:
     w_row: int  # act: N (bytes per row of B)
     tbl_off: int  # [bias, M, shift] int32 per output channel, per co tile block
     key: int  # identifies the problem (resident-buffer keys)
+
+
+@dataclass(frozen=True)
+class Residual:
+    """A qadd fused behind the layer (fusion.py): the requantized output tile stays in the
+    accumulator, the other operand's tile is loaded next to it, one ALU REQADD combines them
+    and only the sum is stored. `conv_first`: the layer's output is qadd's `a`."""
+
+    skip_off: int  # DRAM offset of the other operand (same layout and shape as the output)
+    conv_first: bool
+    a_zp: int
+    b_zp: int
+    m_a: int
+    m_b: int
+    shift: int
+    out_zp: int
+    qmin: int
+    qmax: int
 
 
 @dataclass(frozen=True)
@@ -71,11 +89,19 @@ def weight_block_offsets(g: ConvGeometry, t: ConvTiling) -> dict[tuple[int, int]
 
 
 def emit_gemm_layer(
-    b: Builder, g: ConvGeometry, t: ConvTiling, problems: list[GemmProblem], ep: Epilogue
+    b: Builder,
+    g: ConvGeometry,
+    t: ConvTiling,
+    problems: list[GemmProblem],
+    ep: Epilogue,
+    residual: Residual | None = None,
 ) -> None:
+    """The layer's double-buffered program; with `residual`, accumulator tiles take a quarter
+    of ACC each and the other two quarters hold the qadd operand's tiles (the tiler must have
+    kept tiles within a quarter: `fused_config`)."""
     cfg = b.cfg
     inp_half, wgt_half = cfg.inp_bytes // 2, cfg.wgt_bytes // 2
-    acc_half, tbl_half = cfg.acc_words // 2, cfg.tbl_words // 2
+    acc_half, tbl_half = cfg.acc_words // (4 if residual else 2), cfg.tbl_words // 2
     blocks = weight_block_offsets(g, t)
     spatial = [
         (n, oh0, min(t.oh_t, g.oh - oh0), ow0, min(t.ow_t, g.ow - ow0))
@@ -113,9 +139,13 @@ def emit_gemm_layer(
         held[1 - cur] = key
         return True
 
+    def skip_slot(tile: int) -> int:
+        return 2 * acc_half + (tile % 2) * acc_half
+
     for k, (p, (n, oh0, oh_len, ow0, ow_len), (co0, co_len), j, (ci0, ci_len)) in enumerate(steps):
         first, last = j == 0, j == n_ci - 1
         tile += first
+        tile_offset = ((n * g.oh + oh0) * g.ow + ow0) * p.y_channels + p.y_c0 + co0
         ih0, iw0 = oh0 * g.sh - g.ph, ow0 * g.sw - g.pw
         ih_len, iw_len = g.in_rows(oh_len), g.in_cols(ow_len)
         with pipe.load(k):
@@ -193,10 +223,16 @@ def emit_gemm_layer(
                     x=1,
                     c=3 * co_len,
                 )
+            if residual is not None and last:  # the qadd operand's tile, next to the output
+                b.set(ld_ystride=g.ow * p.y_channels, ld_xstride=p.y_channels)
+                b.emit(
+                    Op.LOAD, mem=Mem.ACC, dtype=DType.I8, sram=skip_slot(tile),
+                    dram=residual.skip_off + tile_offset, y=oh_len, x=ow_len, c=co_len,
+                )  # fmt: skip
         acc = (tile % 2) * acc_half
         with pipe.compute(k, tile, first, last):
             inp, wgt = slots["inp"] * inp_half, slots["wgt"] * wgt_half
-            b.set(g_izp=ep.x_zp, g_wzp=ep.w_zp, g_n=co_len)
+            b.set(g_izp=ep.x_zp, g_wzp=ep.w_zp, g_n=co_len, g_wdb=int(cfg.weight_double_buffer))
             if last:
                 b.set(g_tbl=slots["tbl"] * tbl_half, a_zp=ep.out_zp, a_lo=ep.qmin, a_hi=ep.qmax)
             row = g.dh * iw_len * ci_len  # INP elements between kernel rows
@@ -239,6 +275,8 @@ def emit_gemm_layer(
                     as1=part.as1,
                     rq=int(last),
                 )
+            if residual is not None and last:
+                _emit_residual_add(b, residual, acc, skip_slot(tile), oh_len * ow_len, co_len)
         if last:
             with pipe.store(tile):
                 b.set(st_ystride=g.ow * p.y_channels, st_xstride=p.y_channels)
@@ -254,3 +292,20 @@ def emit_gemm_layer(
                     c=co_len,
                 )
     pipe.finish()
+
+
+def _emit_residual_add(
+    b: Builder, r: Residual, acc: int, skip: int, pixels: int, cols: int
+) -> None:
+    """REQADD over the tile: the requantized layer output (at `acc`) and the other operand
+    (at `skip`), in qadd's operand order, one rounding (lower_eltwise.py's rule)."""
+    a_zp, b_zp, m_a, m_b = (
+        (r.a_zp, r.b_zp, r.m_a, r.m_b) if r.conv_first else (r.b_zp, r.a_zp, r.m_b, r.m_a)
+    )
+    b.set(
+        a_cols=cols, a_zpa=a_zp, a_zpb=b_zp, a_ma=m_a, a_mb=m_b, a_shift=r.shift,
+        a_zp=r.out_zp, a_lo=r.qmin, a_hi=r.qmax,
+    )  # fmt: skip
+    grid = dict(e0=1, e1=pixels, ds0=0, ds1=cols, ss0=0, ss1=cols)
+    uop = b.uop_block([(acc, skip, 0)])
+    b.emit(Op.ALU, aluop=AluOp.REQADD, src=Src.ACC, uop=uop, nuop=1, **grid)

@@ -240,7 +240,8 @@ def _lower_pool(
                 c=c_len,
             )
     pipe.finish()
-    return b.build(0, {"geometry": g, "c_t": c_t, "oh_t": oh_t})
+    info = {"geometry": g, "c_t": c_t, "oh_t": oh_t}
+    return b.build(0, info, {"x": g.touched_input_bytes(c)})
 
 
 def _split_tbl(b: Builder, dram: int, words: int) -> None:

@@ -20,6 +20,8 @@ from numpy.lib.stride_tricks import as_strided
 from cuvil_kernels_npu_sim.config import NpuConfig
 from cuvil_kernels_npu_sim.errors import AccumulatorOverflowError, ScratchpadBoundsError
 from cuvil_kernels_npu_sim.isa import REGISTER_NAMES, AluOp, DType, Insn, Mem, Op, Src
+from cuvil_kernels_npu_sim.sfu import execute_sfu
+from cuvil_kernels_npu_sim.timing import array_time
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 _EXACT_K = 256  # reduction chunk whose float32 dot products are exact (see module docstring)
@@ -34,6 +36,9 @@ class Effect:
     sram_bytes: int = 0
     macs: int = 0
     compute_cycles: int = 0
+    stream_cycles: int = 0  # array cycles moving useful input vectors (timing.py)
+    fill_cycles: int = 0  # array preload, fill, drain and wavefront stalls
+    alu_cycles: int = 0  # vector ALU instruction cycles
     alu_ops: int = 0
     alu_muls: int = 0
 
@@ -204,7 +209,7 @@ class Machine:
         uops = self._uops(insn, fx)
         acc_views = self._acc_views(insn, uops, fx)
         rows, cols = self.cfg.array_rows, self.cfg.array_cols
-        folds_total = 0
+        streams: list[int] = []
         for (_, i, w), acc in zip(uops, acc_views, strict=True):
             xs = self._view(
                 Mem.INP,
@@ -223,15 +228,10 @@ class Machine:
             result = acc + product.reshape(e0, e1, n)
             self._check_int32(result, "GEMM")
             acc[...] = result
-            folds = -(-k // rows) * -(-n // cols)
-            folds_total += folds
-            fx.compute_cycles += folds * (
-                max(m, rows) if self.cfg.pipelined_folds else 2 * rows + cols + m - 2
-            )
+            streams += [m] * (-(-k // rows) * -(-n // cols))
             fx.sram_bytes += m * k * -(-n // cols) + k * n + 8 * m * n * -(-k // rows)
         fx.macs = len(uops) * m * k * n
-        if self.cfg.pipelined_folds and folds_total:
-            fx.compute_cycles += 2 * rows + cols - 2  # first preload + one fill and drain
+        self._charge_array(streams, fx)
         self._output_stage(insn, uops, acc_views, fx)
 
     def _dwconv(self, insn: Insn, fx: Effect) -> None:
@@ -290,12 +290,24 @@ class Machine:
         else:
             streamed = _touched_pixels(e0, is0, kr, krs) * pixels
             line_bytes = kr * streamed * n  # one line-buffer write + kr - 1 reads per pixel
-        per_uop = streamed if self.cfg.pipelined_folds else streamed + 2 * rows + cols - 2
-        fx.compute_cycles += len(uops) * -(-n // cols) * per_uop
-        fx.compute_cycles += 2 * rows + cols - 2  # weight preload + one fill and drain
+        self._charge_array([streamed] * (len(uops) * -(-n // cols)), fx)
         fx.sram_bytes += len(uops) * (streamed * n + line_bytes + kr * ko * n + 8 * e0 * e1 * n)
         fx.macs = len(uops) * e0 * e1 * kr * ko * n
         self._output_stage(insn, uops, acc_views, fx)
+
+    def _charge_array(self, streams: list[int], fx: Effect) -> None:
+        """Array cycles of folds streaming `streams` vectors (timing.py); `g_wdb` chains them
+        through the shadow weight registers, which the config must have."""
+        chained = bool(self.regs["g_wdb"])
+        if chained and not self.cfg.weight_double_buffer:
+            raise ScratchpadBoundsError(
+                f"{self.where}: g_wdb=1 needs shadow weight registers, which {self.cfg.name} "
+                "lacks (weight_double_buffer=False); set g_wdb=0"
+            )
+        t = array_time(streams, self.cfg, chained)
+        fx.compute_cycles += t.total
+        fx.stream_cycles += t.stream
+        fx.fill_cycles += t.fill
 
     def _output_stage(
         self, insn: Insn, uops: np.ndarray, acc_views: list[np.ndarray], fx: Effect
@@ -317,7 +329,9 @@ class Machine:
             view[...] = self._alu_value(AluOp.REQUANT, view, table)
             elements += view.size
         stage = -(-elements // self.cfg.alu_lanes)
-        fx.compute_cycles = max(fx.compute_cycles, stage) + self.cfg.alu_latency
+        end = max(fx.compute_cycles, stage) + self.cfg.alu_latency
+        fx.fill_cycles += end - fx.compute_cycles  # the output stage's tail after the drain
+        fx.compute_cycles = end
         fx.alu_ops += elements
         fx.alu_muls += elements
         fx.sram_bytes += 12 * n + 8 * elements
@@ -342,8 +356,10 @@ class Machine:
             fx.alu_ops += dst.size
             fx.alu_muls += dst.size * {AluOp.MUL: 1, AluOp.REQUANT: 1, AluOp.REQADD: 2}.get(op, 0)
             fx.compute_cycles += -(-dst.size // self.cfg.alu_lanes)
+            fx.alu_cycles += -(-dst.size // self.cfg.alu_lanes)
             fx.sram_bytes += dst.size * 4 * (3 if src_kind is not Src.IMM else 2)
         fx.compute_cycles += self.cfg.alu_latency
+        fx.alu_cycles += self.cfg.alu_latency
 
     def _alu_value(self, op: AluOp, dst: np.ndarray, src: np.ndarray | int) -> np.ndarray:
         r = self.regs
@@ -410,4 +426,5 @@ _HANDLERS = {
     Op.GEMM: Machine._gemm,
     Op.DWCONV: Machine._dwconv,
     Op.ALU: Machine._alu,
+    Op.SFU: execute_sfu,
 }

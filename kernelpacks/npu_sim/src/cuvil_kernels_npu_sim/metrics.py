@@ -4,16 +4,39 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from cuvil_kernels_npu_sim.energy import energy_fields, power_fields
 from cuvil_kernels_npu_sim.simulator import SimResult
+
+ENERGY_KEYS = ("energy_pj", "static_pj", "energy_pj_low", "energy_pj_high")
+
+
+def bound_of(compute: int, fill: int, dram: int) -> str:
+    """What bounds a layer: "memory" when the DRAM channel is busier than the compute queue
+    (useful compute plus fill/drain), else the larger of "compute" and "fill/drain"."""
+    if dram >= compute + fill:
+        return "memory"
+    return "fill/drain" if fill > compute else "compute"
 
 
 def layer_metrics(result: SimResult) -> dict[str, object]:
-    """cycles, latency_ms, roofline_cycles (max(MACs / peak, compulsory DRAM bytes / bandwidth)),
-    mac_utilization (useful MACs / (cycles * array size)), dram/sram bytes, energy, power."""
+    """cycles, latency_ms, roofline_cycles (max(MACs / peak, must-touch DRAM bytes / bandwidth)),
+    mac_utilization (useful MACs / (cycles * array size)), dram/sram bytes, energy and power
+    with their low-high range (energy.py), and
+    what bounds the layer: `compute_cycles` (array streaming + vector ALU), `fill_drain_cycles`
+    (array preload, fill/drain, wavefront stalls), `dram_busy_cycles`; `bound` names the
+    largest (`bound_of`) and `utilization` is that resource's busy fraction (MACs for compute
+    and fill/drain on the array, lanes for ALU layers, bandwidth for memory)."""
     program, stats = result.program, result.stats
     cfg = program.config
-    energy = sum(stats.energy_pj.values())
+    energy = energy_fields(stats.energy_pj, stats.cycles, cfg)
     seconds = stats.cycles / (cfg.clock_ghz * 1e9)
+    cycles = max(1, stats.cycles)
+    compute = stats.stream_cycles + stats.alu_cycles
+    bound = bound_of(compute, stats.fill_cycles, stats.dram_busy_cycles)
+    mac_util = program.macs / (cycles * cfg.peak_macs_per_cycle)
+    dram_util = stats.dram_busy_cycles / cycles
+    alu_util = stats.alu_cycles / cycles
+    util = dram_util if bound == "memory" else mac_util if program.macs else alu_util
     return {
         "name": program.name,
         "cycles": stats.cycles,
@@ -23,10 +46,22 @@ def layer_metrics(result: SimResult) -> dict[str, object]:
         "mac_utilization": program.macs / max(1, stats.cycles * cfg.peak_macs_per_cycle),
         "dram_bytes": stats.dram_bytes,
         "sram_bytes": stats.sram_bytes,
-        "energy_pj": energy,
-        "power_w": energy * 1e-12 / seconds if seconds else 0.0,
+        **energy,
+        "energy_by_kind_pj": dict(stats.energy_pj),
         "instructions": stats.instructions,
         "stalls": dict(stats.stalls),
+        "compute_cycles": compute,
+        "fill_drain_cycles": stats.fill_cycles,
+        "dram_busy_cycles": stats.dram_busy_cycles,
+        "bound": bound,
+        "utilization": util,
+        "dram_utilization": dram_util,
+        "roofline_bound": (
+            "compute"
+            if program.macs / cfg.peak_macs_per_cycle
+            >= program.compulsory_dram_bytes / cfg.dram_bytes_per_cycle
+            else "memory"
+        ),
     }
 
 
@@ -38,7 +73,7 @@ def program_metrics(results: Sequence[SimResult]) -> dict[str, object]:
         raise ValueError("program_metrics: no layer results")
     cfg = results[0].program.config
     cycles = sum(int(m["cycles"]) for m in layers)  # type: ignore[call-overload]
-    energy = sum(float(m["energy_pj"]) for m in layers)  # type: ignore[arg-type]
+    energy = {k: sum(float(m[k]) for m in layers) for k in ENERGY_KEYS}  # type: ignore[arg-type]
     seconds = cycles / (cfg.clock_ghz * 1e9)
     macs = sum(int(m["macs"]) for m in layers)  # type: ignore[call-overload]
     return {
@@ -49,8 +84,8 @@ def program_metrics(results: Sequence[SimResult]) -> dict[str, object]:
         "mac_utilization": macs / max(1, cycles * cfg.peak_macs_per_cycle),
         "dram_bytes": sum(int(m["dram_bytes"]) for m in layers),  # type: ignore[call-overload]
         "sram_bytes": sum(int(m["sram_bytes"]) for m in layers),  # type: ignore[call-overload]
-        "energy_pj": energy,
-        "power_w": energy * 1e-12 / seconds if seconds else 0.0,
+        **energy,
+        **power_fields(energy, seconds),
         "layers": layers,
     }
 

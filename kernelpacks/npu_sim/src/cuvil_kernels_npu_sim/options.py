@@ -38,7 +38,12 @@ _DOCS = {
     "dram_latency": "DRAM latency in cycles",
     "dram_burst_bytes": "DRAM burst size in bytes",
     "issue_cycles": "cycles to issue one instruction",
-    "pipelined_folds": "shadow weight registers (False: SCALE-Sim per-fold fill/drain)",
+    "sfu_div_cycles": "special-function unit: cycles of one row division (per lane)",
+    "sfu_sqrt_cycles": "special-function unit: cycles of one integer square root (per lane)",
+    "weight_double_buffer": (
+        "shadow weight registers: folds chain at max(M, C+1) cycles (False: every fold pays "
+        "2R + C + M - 2, SCALE-Sim)"
+    ),
     "dw_line_rows": "depthwise line buffer rows (largest kernel height with row reuse)",
     "dw_line_cols": "depthwise line buffer row width in pixels",
     "loop_unroll_factor": (
@@ -75,6 +80,12 @@ def option_specs(target: str) -> tuple[OptionSpec, ...]:
     specs += [
         OptionSpec("sim_mode", str, "timed", "simulator scheduling", choices=SIM_MODES),
         OptionSpec("trace", bool, False, "record the instruction trace in metrics()['trace']"),
+        OptionSpec(
+            "fuse_residual",
+            bool,
+            True,
+            "run a qadd inside the qconv2d/qlinear producing its operand (fusion.py)",
+        ),
     ]
     return tuple(specs)
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cuvil_kernels_npu_sim.executable import NpuExecutable
+from cuvil_kernels_npu_sim.fusion import lower_fused, plan_residuals
 from cuvil_kernels_npu_sim.lowering import Unsupported, lower_node
 from cuvil_kernels_npu_sim.options import config_for
 from cuvil_ref.errors import TargetError
@@ -19,10 +20,22 @@ from cuvil_ref.ir.graph import Graph
 def lower_partition(target: str, graph: Graph, options: Mapping[str, Any]) -> NpuExecutable:
     """An executable for `graph` on `target` with validated `options` (extra keys ignored)."""
     cfg = config_for(target, options)
+    fused = plan_residuals(graph, cfg) if options.get("fuse_residual", True) else {}
+    absorbed: set[int] = set()  # qadd nodes that run inside their producer's program
     layers = []
     for node in graph.nodes:
         if len(node.outputs) != 1:
             raise TargetError(f"target '{target}': node {node.describe()} has several outputs")
+        if id(node) in absorbed:
+            continue
+        if node.outputs[0].name in fused:
+            add, index = fused[node.outputs[0].name]
+            try:
+                layers.append(lower_fused(node, add, index, graph, cfg))
+                absorbed.add(id(add))
+                continue
+            except Unsupported:  # e.g. a grouped conv: run the pair as two layers
+                pass
         try:
             layers.append(lower_node(node, graph, cfg))
         except Unsupported as exc:

@@ -60,8 +60,10 @@ def from_dram(region: Region, dram: np.ndarray) -> np.ndarray:
 class Program:
     """What `lower_*` returns and `simulate` runs.
 
-    `macs` counts useful multiply-accumulates; `compulsory_dram_bytes` is every input, constant
-    and output byte moved exactly once (the roofline's memory term).
+    `macs` counts useful multiply-accumulates; `compulsory_dram_bytes` is every byte the layer
+    must touch, moved once: each constant and output whole, and of an input only what some
+    window reads (`touched`: a stride-2 1x1 convolution reads a quarter of its input; padding
+    is not in DRAM). That is the roofline's memory term.
     """
 
     name: str
@@ -71,6 +73,7 @@ class Program:
     const_image: np.ndarray  # uint8, the whole DRAM with constants filled in
     macs: int
     info: dict[str, object] = field(default_factory=dict)
+    touched: dict[str, int] = field(default_factory=dict)  # region -> bytes a window reads
 
     @property
     def inputs(self) -> list[str]:
@@ -82,7 +85,9 @@ class Program:
 
     @property
     def compulsory_dram_bytes(self) -> int:
-        return sum(r.nbytes for r in self.regions.values() if r.name != "uops")
+        return sum(
+            self.touched.get(r.name, r.nbytes) for r in self.regions.values() if r.name != "uops"
+        )
 
     def binary(self) -> bytes:
         return encode_program(list(self.insns))

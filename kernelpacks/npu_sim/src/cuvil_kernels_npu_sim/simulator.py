@@ -45,6 +45,10 @@ class Stats:
     alu_ops: int = 0
     alu_muls: int = 0
     instructions: int = 0
+    stream_cycles: int = 0  # array cycles streaming useful vectors (timing.py)
+    fill_cycles: int = 0  # array preload, fill/drain and wavefront stalls
+    alu_cycles: int = 0  # vector ALU instruction cycles
+    dram_busy_cycles: int = 0  # cycles the DRAM channel transfers (burst-rounded bytes / rate)
     busy: dict[str, int] = field(default_factory=dict)
     stalls: dict[str, int] = field(default_factory=dict)
     energy_pj: dict[str, float] = field(default_factory=dict)
@@ -199,9 +203,10 @@ def _simulate(
             xfer_start = max(start + cfg.issue_cycles, bus_free)
             stalls[f"{q.name.lower()}:dram_channel"] += xfer_start - start - cfg.issue_cycles
             bus_free = xfer_start + xfer
+            stats.dram_busy_cycles += xfer
             free[q] = bus_free
             done = bus_free + cfg.dram_latency
-        elif insn.op in (Op.GEMM, Op.DWCONV, Op.ALU):
+        elif insn.op in (Op.GEMM, Op.DWCONV, Op.ALU, Op.SFU):
             done = free[q] = start + cfg.issue_cycles + fx.compute_cycles
         else:
             done = free[q] = start + 1
@@ -216,6 +221,9 @@ def _simulate(
         stats.sram_bytes += fx.sram_bytes
         stats.alu_ops += fx.alu_ops
         stats.alu_muls += fx.alu_muls
+        stats.stream_cycles += fx.stream_cycles
+        stats.fill_cycles += fx.fill_cycles
+        stats.alu_cycles += fx.alu_cycles
         if keep_trace:
             trace.append(TraceEntry(i, q, start, done, format_insn(insn)))
         head[q] += 1

@@ -48,6 +48,14 @@ class ConvGeometry:
     def ow(self) -> int:
         return (self.w + 2 * self.pw - self.dw * (self.kw - 1) - 1) // self.sw + 1
 
+    def touched_input_bytes(self, channels: int) -> int:
+        """Bytes of the (unpadded) input that some window reads: `channels` per touched pixel."""
+        rows = {o * self.sh - self.ph + r * self.dh for o in range(self.oh) for r in range(self.kh)}
+        cols = {o * self.sw - self.pw + t * self.dw for o in range(self.ow) for t in range(self.kw)}
+        n_rows = sum(1 for y in rows if 0 <= y < self.h)
+        n_cols = sum(1 for x in cols if 0 <= x < self.w)
+        return self.batch * n_rows * n_cols * channels
+
     def in_rows(self, oh_t: int) -> int:
         return (oh_t - 1) * self.sh + (self.kh - 1) * self.dh + 1
 
@@ -159,22 +167,27 @@ def _estimate(
     dram += out_total * _split_factor(co_lens, ow_t, cfg)
     dram += 12 * g.cout
     m = g.batch * g.oh * g.ow / n_sp
+    # the array's cost per fold (timing.py): chained folds step max(M, C + 1) and pay one
+    # preload + fill/drain per instruction; without shadow weights every fold pays it
+    chained = cfg.weight_double_buffer
+    fill = 2 * rows + cols - 2
     if g.depthwise:
         folds = sum(-(-co // cols) for co in co_lens)
         if line_buffered(g, cfg):  # each input pixel of the tile streamed once per fold
-            array = folds * _touched(g, ow_t) * _touched_rows(g, oh_t) * m / (oh_t * ow_t)
+            stream = _touched(g, ow_t) * _touched_rows(g, oh_t) * m / (oh_t * ow_t)
+            n_folds = folds
         else:
-            array = g.kh * folds * _touched(g, ow_t) * m / ow_t
-    elif g.taps_contiguous:
-        folds = sum(
-            -(-g.kh * g.kw * ci // rows) * -(-co // cols) for ci in ci_lens for co in co_lens
-        )
-        array = folds * max(m, rows)
+            stream = _touched(g, ow_t) * m / ow_t
+            n_folds = g.kh * folds
     else:
-        folds = sum(-(-g.kw * ci // rows) * -(-co // cols) for ci in ci_lens for co in co_lens)
-        array = g.kh * folds * max(m, rows)
+        per_row = g.kh * g.kw if g.taps_contiguous else g.kw
+        folds = sum(-(-per_row * ci // rows) * -(-co // cols) for ci in ci_lens for co in co_lens)
+        stream, n_folds = m, folds * (1 if g.taps_contiguous else g.kh)
+    step = max(stream, cols + 1) if chained else stream + fill
+    array = n_folds * step
+    per_insn = (fill if chained else 0) + 20
     n_steps = n_sp * n_co * n_ci
-    compute = n_sp * (array + n_ci * n_co * (2 * rows + cols + 20) + n_co * cfg.alu_latency)
+    compute = n_sp * (array + n_ci * n_co * per_insn + n_co * cfg.alu_latency)
     w_tile = g.kh * g.kw * co_t * (1 if g.depthwise else ci_t)
     first = (g.in_rows(oh_t) * g.in_cols(ow_t) * ci_t + w_tile) / bw
     last = oh_t * ow_t * co_t / bw

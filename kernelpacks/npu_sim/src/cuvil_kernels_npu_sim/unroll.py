@@ -9,7 +9,7 @@ body. Each micro-op still computes the same output pixels from the same inputs, 
 bit-identical; what changes is the program: f times the micro-op table entries (bounded by
 `uop_entries`), fewer hardware loop iterations, and smaller per-micro-op streams. On this
 weight-stationary array every micro-op reloads its weights and streams only its own rows, so the
-timing model charges unrolling honestly: a micro-op streams max(M, array_rows) vectors per fold
+timing model charges unrolling honestly: a chained fold takes max(M, array_cols + 1) cycles
 (GEMM) and a DWCONV micro-op re-fills its line buffer, hence cycles never go down with f > 1 and
 go up once M per micro-op drops below the array height.
 """

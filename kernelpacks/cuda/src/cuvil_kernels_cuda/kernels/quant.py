@@ -1,7 +1,7 @@
 """int8 kernels, bit-exact to the pinned quant spec: quantize, dequantize, requantize, qadd, qmul,
 qlinear, qconv2d, qmax_pool2d, qavg_pool2d, qadaptive_avg_pool2d.
 
-Host wrappers turn float32 scales into fixed-point ``(M, shift)`` with ``cuvil_ref.quant.arith``
+Host wrappers turn float32 scales into fixed-point ``(M, shift)`` with ``cuvil_ref.ops.qarith``
 (the single source of that math) and assert the int32 accumulator bound; kernels do only integer
 work (int64 products, arithmetic shifts) plus the one float32 division of ``quantize``.
 qlinear/qconv2d use one thread per output (direct loops), which is exact and simple; tiling them
@@ -37,7 +37,7 @@ from cuvil_kernels_cuda.kernels.conv import (
 )
 from cuvil_kernels_cuda.kernels.indexing import strided_pos
 from cuvil_kernels_cuda.kernels.quant_device import quantize_one, requant
-from cuvil_ref.quant import arith
+from cuvil_ref.ops import qarith
 
 INT8 = np.dtype(np.int8)
 
@@ -87,7 +87,7 @@ def quantize(x: Any, scale: float, zero_point: int) -> Any:
     """float32/float16 -> int8: ``clamp(rint(x / scale) + zp)`` (float32 IEEE division)."""
     t = common.strided(x, "quantize")
     common.check_float("quantize", t.dtype)
-    arith.quantize(np.zeros(1, np.float32), scale, zero_point)  # validates scale and zp
+    qarith.quantize(np.zeros(1, np.float32), scale, zero_point)  # validates scale and zp
     res = cuda.device_array(t.shape, dtype=INT8)
     shape, strides = _shape1(t)
     _launch_1d(
@@ -114,7 +114,7 @@ def requantize(q: Any, in_scale: float, in_zp: int, out_scale: float, out_zp: in
     """int8 -> int8 in new (scale, zp): ``requantize_output(q - in_zp, M, shift, out_zp)``."""
     t = common.strided(q, "requantize")
     _check_int8("requantize", t)
-    mult, shift = arith.quantize_multiplier(
+    mult, shift = qarith.quantize_multiplier(
         float(np.float32(in_scale)) / float(np.float32(out_scale))
     )
     res = cuda.device_array(t.shape, dtype=INT8)
@@ -166,8 +166,8 @@ def qadd(
     """Quantized add with the shared-shift rule (one rounding); a and b broadcast."""
     s_out = float(np.float32(out_scale))
     ratios = [float(np.float32(a_scale)) / s_out, float(np.float32(b_scale)) / s_out]
-    (m_a, m_b), shift = arith.shared_shift_multipliers(ratios)
-    qmin, qmax = arith.relu_bounds(activation, out_scale, out_zp)
+    (m_a, m_b), shift = qarith.shared_shift_multipliers(ratios)
+    qmin, qmax = qarith.relu_bounds(activation, out_scale, out_zp)
     params = [int(a_zp), int(b_zp), int(out_zp), qmin, qmax, m_a, m_b, shift]
     return _binary("qadd", a, b, params)
 
@@ -178,8 +178,8 @@ def qmul(
 ) -> Any:  # fmt: skip
     """Quantized multiply: ``acc = (a - a_zp) * (b - b_zp)``, M from ``s_a * s_b / s_out``."""
     ratio = float(np.float32(a_scale)) * float(np.float32(b_scale)) / float(np.float32(out_scale))
-    mult, shift = arith.quantize_multiplier(ratio)
-    qmin, qmax = arith.relu_bounds(activation, out_scale, out_zp)
+    mult, shift = qarith.quantize_multiplier(ratio)
+    qmin, qmax = qarith.relu_bounds(activation, out_scale, out_zp)
     return _binary("qmul", a, b, [int(a_zp), int(b_zp), int(out_zp), qmin, qmax, mult, 0, shift])
 
 
@@ -192,7 +192,7 @@ def channel_multipliers(
     """Per-output-channel ``(M[c], shift[c])`` for ``s_in * s_w[c] / s_out`` (host float64)."""
     s_in, s_out = float(np.float32(in_scale)), float(np.float32(out_scale))
     ws = np.asarray(w_scales, dtype=np.float32).reshape(-1)
-    return arith.quantize_multipliers([s_in * float(s) / s_out for s in ws])
+    return qarith.quantize_multipliers([s_in * float(s) / s_out for s in ws])
 
 
 @cuda.jit
@@ -221,10 +221,10 @@ def _bias_and_params(
             raise TypeError(
                 f"{op}: bias must be int32 with {channels} values, got {b.dtype} {b.shape}"
             )
-        arith.check_accumulator_bound(k, int(np.abs(b.astype(np.int64)).max(initial=0)))
+        qarith.check_accumulator_bound(k, int(np.abs(b.astype(np.int64)).max(initial=0)))
     else:
-        arith.check_accumulator_bound(k, 2**31 - 1 - k * arith.MAX_TERM_WEIGHT)
-    qmin, qmax = arith.relu_bounds(activation, out_scale, out_zp)
+        qarith.check_accumulator_bound(k, 2**31 - 1 - k * qarith.MAX_TERM_WEIGHT)
+    qmin, qmax = qarith.relu_bounds(activation, out_scale, out_zp)
     return common.as_device(b), common.i64([int(x_zp), int(out_zp), qmin, qmax])
 
 

@@ -1,4 +1,4 @@
-"""Device-side int8 arithmetic of the pinned quant spec (``cuvil_ref.quant.arith`` on the host).
+"""Device-side int8 arithmetic of the pinned quant spec (``cuvil_ref.ops.qarith`` on the host).
 
 All integer math is int64 with arithmetic right shifts, so ``rescale`` rounds halves toward +inf
 exactly as the spec; :func:`rint_even` is an explicit half-to-even rounding that gives the same

@@ -30,7 +30,7 @@ from cuvil_kernels_cuda.kernels.pool import (
 )  # fmt: skip
 from cuvil_kernels_cuda.kernels.quant import INT8, _check_int8, _launch_1d
 from cuvil_kernels_cuda.kernels.quant_device import requant
-from cuvil_ref.quant import arith
+from cuvil_ref.ops import qarith
 
 
 @cuda.jit
@@ -97,7 +97,7 @@ def qmax_pool2d(
 def _count_tables(max_n: int, in_scale: float, out_scale: float) -> tuple[Any, Any]:
     """``(M[n], shift[n])`` of ``s_in / (s_out * n)`` for n in 1..max_n (entry 0 unused)."""
     s_in, s_out = float(np.float32(in_scale)), float(np.float32(out_scale))
-    mults, shifts = arith.quantize_multipliers([s_in / (s_out * n) for n in range(1, max_n + 1)])
+    mults, shifts = qarith.quantize_multipliers([s_in / (s_out * n) for n in range(1, max_n + 1)])
     return (
         cuda.to_device(np.concatenate([[0], mults]).astype(np.int64)),
         cuda.to_device(np.concatenate([[1], shifts]).astype(np.int64)),
@@ -107,7 +107,7 @@ def _count_tables(max_n: int, in_scale: float, out_scale: float) -> tuple[Any, A
 def _avg(x: Any, geo: list[int], max_n: int, in_scale: float, in_zp: int, out_scale: float,
          out_zp: int, op: str) -> Any:  # fmt: skip
     mults, shifts = _count_tables(max_n, in_scale, out_scale)
-    qmin, qmax = arith.relu_bounds(None, out_scale, out_zp)
+    qmin, qmax = qarith.relu_bounds(None, out_scale, out_zp)
     params = common.i64([int(in_zp), int(out_zp), qmin, qmax])
     return _run(_qavg_kernel, x, geo, op, mults, shifts, params)
 

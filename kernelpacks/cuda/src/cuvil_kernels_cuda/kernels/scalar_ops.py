@@ -235,8 +235,8 @@ BINARY: dict[str, Callable[[float, float], float]] = {
     "mul": mul,
     "div": div,
     "pow": pow_,
-    "maximum": maximum,
-    "minimum": minimum,
+    "max": maximum,
+    "min": minimum,
 }
 
 #: Activations a GEMM/conv epilogue may fuse (all unary, parameters via ``act_params``).

@@ -8,7 +8,7 @@
 * ``qmul``: ``acc = (a - a_zp) * (b - b_zp)``, then the requantized output.
 
 Multipliers, shifts, zero points and clamp bounds are kernel arguments computed on the host
-(``quantize_multiplier`` in ``cuvil_ref.quant.arith``). All integer kernel args are ``int``
+(``quantize_multiplier`` in ``cuvil_ref.ops.qarith``). All integer kernel args are ``int``
 except element counts (``long long``); scales are ``float``.
 """
 

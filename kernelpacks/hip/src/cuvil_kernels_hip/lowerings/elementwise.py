@@ -1,5 +1,8 @@
-"""Lowerings onto the elementwise chain kernel: unary ops, binary ops, ``fused_elementwise`` and
-the byte copies that implement reshape-like ops.
+"""Emitters for the elementwise chain kernel: the ``unary``, ``binary``, ``chain`` and ``view``
+template families (``cuvil_ref.plugin.kit.templates``).
+
+A view shares its input's bytes in the memory plan, so it needs no launch; only a view of a
+value outside the arena (a partition input or constant) is copied.
 
 Binary operands must have the output's shape; a constant operand of another shape is broadcast
 on the host once (at lowering) and uploaded as a device constant. A runtime operand that would
@@ -11,11 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from cuvil_kernels_hip.kernels.elementwise import Step, elementwise_source
+from cuvil_kernels_hip.kernels.elementwise import BINARY, UNARY, Step, elementwise_source
 from cuvil_kernels_hip.lowerings.common import (
-    FLOAT_STORAGE,
     LowerContext,
-    Lowering,
     first_reason,
     float_reason,
     grid_1d,
@@ -25,43 +26,29 @@ from cuvil_kernels_hip.lowerings.common import (
     storage,
 )
 from cuvil_ref.ir.dtypes import DType
-from cuvil_ref.ir.graph import Graph, Node
+from cuvil_ref.ir.graph import Node
+from cuvil_ref.ops import families
 from cuvil_ref.ops.fused import parse_program
-
-#: IR unary op -> chain step name (gelu is handled by its ``approximate`` attribute).
-UNARY_STEPS = {
-    "neg": "neg",
-    "abs": "abs",
-    "exp": "exp",
-    "log": "log",
-    "sqrt": "sqrt",
-    "rsqrt": "rsqrt",
-    "erf": "erf",
-    "relu": "relu",
-    "relu6": "relu6",
-    "sigmoid": "sigmoid",
-    "tanh": "tanh",
-    "silu": "silu",
-    "hardswish": "hardswish",
-}
-BINARY_STEPS = {
-    "add": "add",
-    "sub": "sub",
-    "mul": "mul",
-    "div": "div",
-    "pow": "pow",
-    "maximum": "max",
-    "minimum": "min",
-}
-COMMUTATIVE = frozenset({"add", "mul", "maximum", "minimum"})
-COPY_OPS = ("reshape", "flatten", "squeeze", "unsqueeze")
+from cuvil_ref.plugin.kit import CheckContext
+from cuvil_ref.plugin.kit.templates import TEMPLATES, Emitter
 
 
 def _unary_step(op: str, attrs: object) -> str | None:
+    """The chain kernel's formula for unary op ``op`` (gelu by its ``approximate``), if any."""
+    template = TEMPLATES.get(op)
+    if template is None or template.family != "unary":
+        return None
+    step = template.formula
     if op == "gelu":
-        approx = attrs["approximate"]  # type: ignore[index]
-        return {"none": "gelu", "tanh": "gelu_tanh"}.get(approx)
-    return UNARY_STEPS.get(op)
+        step = {"none": "gelu", "tanh": "gelu_tanh"}.get(attrs["approximate"], "")  # type: ignore[index]
+    return step if step in UNARY else None
+
+
+def _binary_step(op: str) -> str | None:
+    template = TEMPLATES.get(op)
+    if template is None or template.family != "binary" or template.formula not in BINARY:
+        return None
+    return template.formula
 
 
 def _emit_chain(node: Node, ctx: LowerContext, steps: tuple[Step, ...], inputs: list[str]) -> None:
@@ -76,7 +63,7 @@ def _emit_chain(node: Node, ctx: LowerContext, steps: tuple[Step, ...], inputs: 
 # --- unary ----------------------------------------------------------------------------------------
 
 
-def check_unary(node: Node, graph: Graph) -> str | None:
+def check_unary(node: Node, cx: CheckContext) -> str | None:
     if _unary_step(node.op, node.attrs) is None:
         return f"gelu approximate={node.attrs.get('approximate')!r} has no hip kernel"
     return first_reason(float_reason(node), same_dtype_reason(node))
@@ -91,10 +78,10 @@ def lower_unary(node: Node, ctx: LowerContext) -> None:
 # --- binary ---------------------------------------------------------------------------------------
 
 
-def check_binary(node: Node, graph: Graph) -> str | None:
+def check_binary(node: Node, cx: CheckContext) -> str | None:
     out_shape = node.outputs[0].type.shape
     for v in node.inputs:
-        if v.type.shape != out_shape and v.name not in graph.constants:
+        if v.type.shape != out_shape and v.name not in cx.graph.constants:
             return (
                 f"operand %{v.name} [{', '.join(map(str, v.type.shape))}] would need a runtime "
                 "broadcast; the hip elementwise kernel needs equal shapes (constants are "
@@ -114,7 +101,7 @@ def lower_binary(node: Node, ctx: LowerContext) -> None:
             names.append(ctx.add_constant(node, f"bcast{i}", wide))
         else:
             names.append(v.name)
-    _emit_chain(node, ctx, ((BINARY_STEPS[node.op], 1),), names)
+    _emit_chain(node, ctx, ((_binary_step(node.op), 1),), names)
 
 
 # --- fused_elementwise ----------------------------------------------------------------------------
@@ -132,18 +119,19 @@ def _program_steps(node: Node) -> tuple[tuple[Step, ...] | None, str | None]:
             steps.append((step, None))
             continue
         value, scalar_dtype, side = scalar
-        if op not in BINARY_STEPS:
+        binary = _binary_step(op)
+        if binary is None:
             return None, f"scalar step {op} has no hip chain kernel"
-        if side == "lhs" and op not in COMMUTATIVE:
+        if side == "lhs" and op not in families.COMMUTATIVE:
             return None, f"step {op}(lhs=...) puts the scalar first; only x op scalar is generated"
         if DType(scalar_dtype) != dtype:
             return None, f"scalar dtype {scalar_dtype} differs from the chain's {dtype.value}"
         rounded = float(np.array(value, dtype=dtype.numpy).astype(np.float32))
-        steps.append((BINARY_STEPS[op], rounded))
+        steps.append((binary, rounded))
     return tuple(steps), None
 
 
-def check_fused_elementwise(node: Node, graph: Graph) -> str | None:
+def check_fused_elementwise(node: Node, cx: CheckContext) -> str | None:
     reason = first_reason(float_reason(node), same_dtype_reason(node))
     if reason:
         return reason
@@ -165,10 +153,10 @@ def lower_fused_elementwise(node: Node, ctx: LowerContext) -> None:
     _emit_chain(node, ctx, steps, [node.inputs[0].name])
 
 
-# --- reshape-like copies --------------------------------------------------------------------------
+# --- views ---------------------------------------------------------------------------------------
 
 
-def check_copy(node: Node, graph: Graph) -> str | None:
+def check_view(node: Node, cx: CheckContext) -> str | None:
     out = node.outputs[0]
     nbytes = numel(tuple(int(d) for d in out.type.shape)) * out.type.dtype.itemsize
     if nbytes % 4:
@@ -176,9 +164,12 @@ def check_copy(node: Node, graph: Graph) -> str | None:
     return None
 
 
-def lower_copy(node: Node, ctx: LowerContext) -> None:
-    """A bitwise copy as a float32 identity chain over 32-bit words (no arithmetic: exact)."""
+def lower_view(node: Node, ctx: LowerContext) -> None:
+    """No launch when the plan gives the view its input's bytes; otherwise a bitwise copy as a
+    float32 identity chain over 32-bit words (no arithmetic: exact)."""
     out = node.outputs[0]
+    if ctx.memory.buffers[out.name].view_of is not None:
+        return
     words = numel(ctx.shape(out)) * out.type.dtype.itemsize // 4
     src = elementwise_source((("identity", None),), 1, "float32", ctx.options)
     block = ctx.options.block_size
@@ -186,11 +177,9 @@ def lower_copy(node: Node, ctx: LowerContext) -> None:
     ctx.launch(src, grid, (block, 1, 1), (node.inputs[0].name, out.name, i64(words)))
 
 
-LOWERINGS: dict[str, Lowering] = {
-    **{op: Lowering(check_unary, lower_unary) for op in (*UNARY_STEPS, "gelu")},
-    **{op: Lowering(check_binary, lower_binary) for op in BINARY_STEPS},
-    "fused_elementwise": Lowering(check_fused_elementwise, lower_fused_elementwise),
-    **{op: Lowering(check_copy, lower_copy) for op in COPY_OPS},
+EMITTERS: dict[str, Emitter] = {
+    "unary": Emitter(lower_unary, check=check_unary, formulas=frozenset({*UNARY, "gelu"})),
+    "binary": Emitter(lower_binary, check=check_binary, formulas=frozenset(BINARY)),
+    "chain": Emitter(lower_fused_elementwise, check=check_fused_elementwise),
+    "view": Emitter(lower_view, check=check_view),
 }
-
-__all__ = ["FLOAT_STORAGE", "LOWERINGS"]

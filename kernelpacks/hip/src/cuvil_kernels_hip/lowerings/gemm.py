@@ -1,5 +1,6 @@
-"""Lowerings onto the tiled/WMMA GEMM and the implicit-GEMM conv: linear, matmul, conv2d and
-their fused forms (bias, activation and residual in the epilogue).
+"""Emitters for the tiled/WMMA GEMM and the implicit-GEMM conv: the ``gemm`` (linear, matmul)
+and ``conv2d`` template families, plain and fused (bias, activation and residual in the
+epilogue).
 
 The GEMM variant (tensor cores or SIMT) comes from ``choose_gemm_variant`` for the node's dtype,
 problem size and the target features; its reason is kept in the context notes for ``metrics()``.
@@ -9,6 +10,7 @@ Batched matmul supports equal batch dims, a 2-D ``b`` (folded into M) and a 2-D 
 
 from __future__ import annotations
 
+from cuvil_kernels_hip.kernels import epilogue
 from cuvil_kernels_hip.kernels.conv2d import conv2d_source
 from cuvil_kernels_hip.kernels.epilogue import Epilogue
 from cuvil_kernels_hip.kernels.gemm import gemm_source
@@ -17,7 +19,6 @@ from cuvil_kernels_hip.kernels.tiled_core import THREADS_XY
 from cuvil_kernels_hip.lowerings.common import (
     MAX_GRID_YZ,
     LowerContext,
-    Lowering,
     first_reason,
     float_reason,
     i32,
@@ -26,13 +27,17 @@ from cuvil_kernels_hip.lowerings.common import (
     same_dtype_reason,
     storage,
 )
-from cuvil_ref.ir.graph import Graph, Node
+from cuvil_ref.ir.graph import Node
+from cuvil_ref.ops import families, fused
+from cuvil_ref.plugin.kit import CheckContext, checks
+from cuvil_ref.plugin.kit.templates import Emitter
 
 GEMM_MICRO = 4
 CONV_MICRO = 2
-EPILOGUE_ACTIVATIONS = ("none", "relu", "relu6", "gelu", "gelu_tanh", "silu", "hardswish")
-FUSED = ("fused_linear", "fused_matmul", "fused_conv2d")
-LINEAR_OPS = ("linear", "fused_linear", "qlinear")  # weight [N, K]
+#: Epilogue activations of the fused ops the hip epilogue has (clamp is not among them).
+EPILOGUE_ACTIVATIONS = tuple(a for a in fused.ACTIVATIONS if a in epilogue.ACTIVATIONS)
+FUSED = families.FUSED_PRODUCERS
+LINEAR_OPS = families.LINEARS  # weight [N, K]
 
 
 def epilogue_of(node: Node) -> Epilogue:
@@ -86,7 +91,7 @@ def _bias_reason(node: Node, n: int) -> str | None:
     return None
 
 
-def check_gemm(node: Node, graph: Graph) -> str | None:
+def check_gemm(node: Node, cx: CheckContext) -> str | None:
     reason = first_reason(float_reason(node, *node.inputs, *node.outputs), same_dtype_reason(node))
     if reason:
         return reason
@@ -119,12 +124,7 @@ def lower_gemm(node: Node, ctx: LowerContext) -> None:
 
 
 def conv_reason(node: Node) -> str | None:
-    if node.attrs.get("data_layout", "NCHW") != "NCHW":
-        return f"data_layout {node.attrs['data_layout']}: the hip conv kernel is NCHW"
-    top, left, bottom, right = node.attrs["padding"]
-    if (top, left) != (bottom, right):
-        return f"asymmetric padding {node.attrs['padding']}: the hip conv pads (ph, pw) per side"
-    return None
+    return checks.first_reason(checks.nchw(node), checks.padding_reason(node))
 
 
 def conv_geometry(node: Node) -> tuple[object, ...]:
@@ -146,7 +146,7 @@ def conv_grid(node: Node, micro: int) -> tuple[int, int, int]:
     return (-(-(nb * oh * ow) // tile), -(-(oc // groups) // tile), groups)
 
 
-def check_conv(node: Node, graph: Graph) -> str | None:
+def check_conv(node: Node, cx: CheckContext) -> str | None:
     return first_reason(
         float_reason(node, *node.inputs, *node.outputs),
         same_dtype_reason(node),
@@ -162,11 +162,7 @@ def lower_conv(node: Node, ctx: LowerContext) -> None:
     ctx.launch(src, conv_grid(node, CONV_MICRO), (THREADS_XY, THREADS_XY, 1), args)
 
 
-LOWERINGS: dict[str, Lowering] = {
-    "linear": Lowering(check_gemm, lower_gemm),
-    "matmul": Lowering(check_gemm, lower_gemm),
-    "fused_linear": Lowering(check_gemm, lower_gemm),
-    "fused_matmul": Lowering(check_gemm, lower_gemm),
-    "conv2d": Lowering(check_conv, lower_conv),
-    "fused_conv2d": Lowering(check_conv, lower_conv),
+EMITTERS: dict[str, Emitter] = {
+    "gemm": Emitter(lower_gemm, check=check_gemm),
+    "conv2d": Emitter(lower_conv, check=check_conv),
 }

@@ -1,5 +1,5 @@
-"""Lowerings onto the float and int8 pooling kernels (NCHW): max/avg/adaptive pools and their
-quantized forms.
+"""Emitters for the float and int8 pooling kernels (NCHW): the ``pool2d`` (max, avg, adaptive)
+and ``qpool2d`` template families.
 
 The output size (including ``ceil_mode``) is read from the IR type; the kernels clip windows the
 way torch does. Padding must be the same on both sides of an axis. The int8 average pools get
@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from cuvil_kernels_hip.kernels.pooling import pooling_source
-from cuvil_kernels_hip.kernels.qpool import qpool_source
+from cuvil_kernels_hip.kernels.pooling import POOL_MODES, pooling_source
+from cuvil_kernels_hip.kernels.qpool import QPOOL_MODES, qpool_source
 from cuvil_kernels_hip.lowerings.common import (
     LowerContext,
-    Lowering,
     first_reason,
     float_reason,
     grid_1d,
@@ -26,15 +25,9 @@ from cuvil_kernels_hip.lowerings.common import (
     storage,
 )
 from cuvil_ref.ir.dtypes import DType
-from cuvil_ref.ir.graph import Graph, Node
-
-FLOAT_MODES = {
-    "max_pool2d": "max",
-    "avg_pool2d": "avg",
-    "adaptive_avg_pool2d": "adaptive_avg",
-    "adaptive_max_pool2d": "adaptive_max",
-}
-QUANT_MODES = {"qmax_pool2d": "max", "qavg_pool2d": "avg", "qadaptive_avg_pool2d": "adaptive_avg"}
+from cuvil_ref.ir.graph import Node
+from cuvil_ref.plugin.kit import CheckContext, checks
+from cuvil_ref.plugin.kit.templates import Emitter, formula
 
 
 def _window(node: Node) -> tuple[int, ...]:
@@ -58,9 +51,8 @@ def _shape_reason(node: Node) -> str | None:
     x = node.inputs[0]
     if len(x.type.shape) != 4 or x.type.layout not in (None, "NCHW"):
         return f"x of rank {len(x.type.shape)}, layout {x.type.layout}: hip pools take 4-D NCHW"
-    pads = node.attrs.get("padding", (0, 0))
-    if len(pads) == 4 and tuple(pads[:2]) != tuple(pads[2:]):
-        return f"asymmetric padding {pads}: the hip pools pad (ph, pw) per side"
+    if "padding" in node.attrs and (reason := checks.padding_reason(node)):
+        return reason
     if node.attrs.get("divisor_override") is not None:
         return "divisor_override has no hip kernel"
     return None
@@ -72,18 +64,18 @@ def _launch(node: Node, ctx: LowerContext, src: object, args: tuple[object, ...]
     ctx.launch(src, grid_1d(total, block), (block, 1, 1), args)  # type: ignore[arg-type]
 
 
-def check_pool(node: Node, graph: Graph) -> str | None:
+def check_pool(node: Node, cx: CheckContext) -> str | None:
     return first_reason(float_reason(node), same_dtype_reason(node), _shape_reason(node))
 
 
 def lower_pool(node: Node, ctx: LowerContext) -> None:
     x, y = node.inputs[0], node.outputs[0]
     include_pad = node.attrs.get("count_include_pad", True)
-    src = pooling_source(FLOAT_MODES[node.op], storage(x), ctx.options, include_pad)
+    src = pooling_source(formula(node.op), storage(x), ctx.options, include_pad)
     _launch(node, ctx, src, (x.name, y.name, *_geometry(node)))
 
 
-def check_qpool(node: Node, graph: Graph) -> str | None:
+def check_qpool(node: Node, cx: CheckContext) -> str | None:
     for v in (node.inputs[0], node.outputs[0]):
         if v.type.dtype != DType.i8:
             return f"%{v.name} is {v.type.dtype.value}: hip int8 pools take i8"
@@ -97,7 +89,7 @@ def _count_table(node: Node, ctx: LowerContext, key: str) -> str:
 
 def lower_qpool(node: Node, ctx: LowerContext) -> None:
     x, y = node.inputs[0], node.outputs[0]
-    mode = QUANT_MODES[node.op]
+    mode = formula(node.op)
     src = qpool_source(mode, ctx.options, node.attrs.get("count_include_pad", True))
     if mode == "max":
         _launch(node, ctx, src, (x.name, y.name, *_geometry(node)))
@@ -108,7 +100,7 @@ def lower_qpool(node: Node, ctx: LowerContext) -> None:
     _launch(node, ctx, src, args)
 
 
-LOWERINGS: dict[str, Lowering] = {
-    **{op: Lowering(check_pool, lower_pool) for op in FLOAT_MODES},
-    **{op: Lowering(check_qpool, lower_qpool) for op in QUANT_MODES},
+EMITTERS: dict[str, Emitter] = {
+    "pool2d": Emitter(lower_pool, check=check_pool, formulas=frozenset(POOL_MODES)),
+    "qpool2d": Emitter(lower_qpool, check=check_qpool, formulas=frozenset(QPOOL_MODES)),
 }

@@ -1,4 +1,5 @@
-"""Lowerings of the int8 ops onto the bit-exact quantized kernels (docs/semantics.md).
+"""Emitters of the int8 template families onto the bit-exact quantized kernels
+(docs/semantics.md).
 
 Elementwise: quantize/dequantize (per tensor), requantize, qadd, qmul (equal shapes). GEMM-like:
 qlinear (per-tensor or per-channel multipliers), qmatmul (per tensor, with ``b_zp``) and qconv2d
@@ -18,7 +19,6 @@ from cuvil_kernels_hip.kernels.tiled_core import THREADS_XY
 from cuvil_kernels_hip.lowerings.common import (
     FLOAT_STORAGE,
     LowerContext,
-    Lowering,
     f32,
     first_reason,
     grid_1d,
@@ -28,10 +28,11 @@ from cuvil_kernels_hip.lowerings.common import (
 )
 from cuvil_kernels_hip.lowerings.gemm import conv_geometry, conv_grid, conv_reason, gemm_dims
 from cuvil_ref.ir.dtypes import DType
-from cuvil_ref.ir.graph import Graph, Node
+from cuvil_ref.ir.graph import Node
+from cuvil_ref.plugin.kit import CheckContext, checks
+from cuvil_ref.plugin.kit.templates import Emitter
 
 QGEMM_MICRO = 2
-INT32_LIMIT = 2**31
 
 
 def _dtype_reason(node: Node, want: dict[int, DType], out: DType = DType.i8) -> str | None:
@@ -63,9 +64,9 @@ def _elementwise(
 # --- elementwise --------------------------------------------------------------------------------
 
 
-def check_quantize(node: Node, graph: Graph) -> str | None:
-    if node.attrs["axis"] is not None:
-        return "per-channel quantize (axis set) has no hip kernel; per-tensor only"
+def check_quantize(node: Node, cx: CheckContext) -> str | None:
+    if reason := checks.per_tensor(node):
+        return reason
     if node.inputs[0].type.dtype not in FLOAT_STORAGE:
         return f"quantize of {node.inputs[0].type.dtype.value}: the hip kernel reads floats"
     return _dtype_reason(node, {})
@@ -77,9 +78,9 @@ def lower_quantize(node: Node, ctx: LowerContext) -> None:
     _elementwise(node, ctx, "quantize", args, FLOAT_STORAGE[x.type.dtype])
 
 
-def check_dequantize(node: Node, graph: Graph) -> str | None:
-    if node.attrs["axis"] is not None:
-        return "per-channel dequantize (axis set) has no hip kernel; per-tensor only"
+def check_dequantize(node: Node, cx: CheckContext) -> str | None:
+    if reason := checks.per_tensor(node):
+        return reason
     out = node.outputs[0].type.dtype
     if out not in FLOAT_STORAGE:
         return f"dequantize to {out.value}: the hip kernel writes floats"
@@ -92,7 +93,7 @@ def lower_dequantize(node: Node, ctx: LowerContext) -> None:
     _elementwise(node, ctx, "dequantize", args, FLOAT_STORAGE[y.type.dtype])
 
 
-def check_requantize(node: Node, graph: Graph) -> str | None:
+def check_requantize(node: Node, cx: CheckContext) -> str | None:
     return _dtype_reason(node, {0: DType.i8})
 
 
@@ -104,10 +105,9 @@ def lower_requantize(node: Node, ctx: LowerContext) -> None:
     )
 
 
-def check_qbinary(node: Node, graph: Graph) -> str | None:
-    shape = node.outputs[0].type.shape
-    if any(v.type.shape != shape for v in node.inputs):
-        return f"{node.op} with broadcasting: the hip kernel needs equal shapes"
+def check_qbinary(node: Node, cx: CheckContext) -> str | None:
+    if reason := checks.equal_shapes(node):
+        return reason
     return _dtype_reason(node, {0: DType.i8, 1: DType.i8})
 
 
@@ -125,12 +125,6 @@ def lower_qbinary(node: Node, ctx: LowerContext) -> None:
 # --- GEMM-like ----------------------------------------------------------------------------------
 
 
-def _overflow_reason(k: int, term: int) -> str | None:
-    if k * term >= INT32_LIMIT:
-        return f"K={k}: the int32 accumulator could overflow (K * {term} >= 2**31)"
-    return None
-
-
 def _tables(node: Node, ctx: LowerContext, channels: int) -> tuple[str, str]:
     mult, shift = node.attrs["multiplier"], node.attrs["shift"]
     if len(mult) == 1 and channels > 1:
@@ -141,7 +135,7 @@ def _tables(node: Node, ctx: LowerContext, channels: int) -> tuple[str, str]:
     )
 
 
-def check_qgemm(node: Node, graph: Graph) -> str | None:
+def check_qgemm(node: Node, cx: CheckContext) -> str | None:
     ints = {0: DType.i8, 1: DType.i8, **({2: DType.i32} if len(node.inputs) > 2 else {})}
     reason = _dtype_reason(node, ints)
     if reason:
@@ -150,7 +144,7 @@ def check_qgemm(node: Node, graph: Graph) -> str | None:
     if isinstance(dims, str):
         return dims
     term = 255 * 255 if node.op == "qmatmul" else 255 * 128
-    return _overflow_reason(dims[3], term)
+    return checks.int32_accumulation(node, dims[3], term)
 
 
 def lower_qgemm(node: Node, ctx: LowerContext) -> None:
@@ -191,11 +185,13 @@ def lower_qgemm(node: Node, ctx: LowerContext) -> None:
     ctx.launch(src, (-(-n // tile), -(-m // tile), batch), (THREADS_XY, THREADS_XY, 1), args)
 
 
-def check_qconv(node: Node, graph: Graph) -> str | None:
+def check_qconv(node: Node, cx: CheckContext) -> str | None:
     ints = {0: DType.i8, 1: DType.i8, **({2: DType.i32} if len(node.inputs) > 2 else {})}
     _, cg, kh, kw = (int(d) for d in node.inputs[1].type.shape)
     return first_reason(
-        _dtype_reason(node, ints), conv_reason(node), _overflow_reason(cg * kh * kw, 255 * 128)
+        _dtype_reason(node, ints),
+        conv_reason(node),
+        checks.int32_accumulation(node, cg * kh * kw, 255 * 128),
     )
 
 
@@ -210,13 +206,11 @@ def lower_qconv(node: Node, ctx: LowerContext) -> None:
     ctx.launch(src, conv_grid(node, QGEMM_MICRO), (THREADS_XY, THREADS_XY, 1), args)
 
 
-LOWERINGS: dict[str, Lowering] = {
-    "quantize": Lowering(check_quantize, lower_quantize),
-    "dequantize": Lowering(check_dequantize, lower_dequantize),
-    "requantize": Lowering(check_requantize, lower_requantize),
-    "qadd": Lowering(check_qbinary, lower_qbinary),
-    "qmul": Lowering(check_qbinary, lower_qbinary),
-    "qlinear": Lowering(check_qgemm, lower_qgemm),
-    "qmatmul": Lowering(check_qgemm, lower_qgemm),
-    "qconv2d": Lowering(check_qconv, lower_qconv),
+EMITTERS: dict[str, Emitter] = {
+    "quantize": Emitter(lower_quantize, check=check_quantize),
+    "dequantize": Emitter(lower_dequantize, check=check_dequantize),
+    "requantize": Emitter(lower_requantize, check=check_requantize),
+    "qbinary": Emitter(lower_qbinary, check=check_qbinary),
+    "qgemm": Emitter(lower_qgemm, check=check_qgemm),
+    "qconv2d": Emitter(lower_qconv, check=check_qconv),
 }

@@ -1,5 +1,5 @@
-"""Lowerings onto the reduction and row-normalization kernels: sum, mean, softmax, log_softmax,
-layer_norm.
+"""Emitters for the reduction and row-normalization kernels: the ``reduce`` (sum, mean),
+``softmax`` (softmax, log_softmax) and ``layer_norm`` template families.
 
 ``sum``/``mean`` reduce a contiguous run of axes, viewed as ``(outer, r, inner)``; softmax and
 log_softmax take the last axis; layer_norm normalizes the trailing ``normalized_shape`` dims
@@ -8,12 +8,11 @@ log_softmax take the last axis; layer_norm normalizes the trailing ``normalized_
 
 from __future__ import annotations
 
-from cuvil_kernels_hip.kernels.normalization import normalization_source
-from cuvil_kernels_hip.kernels.reduction import reduction_source
+from cuvil_kernels_hip.kernels.normalization import NORM_OPS, normalization_source
+from cuvil_kernels_hip.kernels.reduction import REDUCE_OPS, reduction_source
 from cuvil_kernels_hip.lowerings.common import (
     MAX_GRID_YZ,
     LowerContext,
-    Lowering,
     f32,
     first_reason,
     float_reason,
@@ -22,8 +21,10 @@ from cuvil_kernels_hip.lowerings.common import (
     same_dtype_reason,
     storage,
 )
-from cuvil_ref.ir.graph import Graph, Node
+from cuvil_ref.ir.graph import Node
 from cuvil_ref.ops.shapes import normalize_axes, normalize_axis
+from cuvil_ref.plugin.kit import CheckContext
+from cuvil_ref.plugin.kit.templates import Emitter, formula
 
 
 def _axes(node: Node) -> tuple[int, ...]:
@@ -32,7 +33,7 @@ def _axes(node: Node) -> tuple[int, ...]:
     return tuple(range(rank)) if axes is None else tuple(sorted(normalize_axes(axes, rank)))
 
 
-def check_reduce(node: Node, graph: Graph) -> str | None:
+def check_reduce(node: Node, cx: CheckContext) -> str | None:
     axes = _axes(node)
     if axes and axes != tuple(range(axes[0], axes[-1] + 1)):
         return f"axes {axes} are not contiguous; the hip reduction views x as (outer, r, inner)"
@@ -45,13 +46,13 @@ def lower_reduce(node: Node, ctx: LowerContext) -> None:
     axes = _axes(node)
     lo, hi = (axes[0], axes[-1] + 1) if axes else (len(shape), len(shape))
     outer, r, inner = numel(shape[:lo]), numel(shape[lo:hi]), numel(shape[hi:])
-    src = reduction_source(node.op, storage(x), ctx.options)
+    src = reduction_source(formula(node.op), storage(x), ctx.options)
     grid = (max(1, min(outer * inner, MAX_GRID_YZ)), 1, 1)
     args = (x.name, y.name, i64(outer), i64(r), i64(inner))
     ctx.launch(src, grid, (ctx.options.block_size, 1, 1), args)
 
 
-def check_softmax(node: Node, graph: Graph) -> str | None:
+def check_softmax(node: Node, cx: CheckContext) -> str | None:
     rank = len(node.inputs[0].type.shape)
     if rank == 0 or normalize_axis(node.attrs["axis"], rank) != rank - 1:
         return f"axis {node.attrs['axis']} is not the last axis; the hip kernel normalizes rows"
@@ -63,13 +64,13 @@ def lower_softmax(node: Node, ctx: LowerContext) -> None:
     shape = ctx.shape(x)
     cols = shape[-1]
     rows = numel(shape) // cols if cols else 0
-    src = normalization_source(node.op, storage(x), ctx.options)
+    src = normalization_source(formula(node.op), storage(x), ctx.options)
     grid = (max(1, min(rows, MAX_GRID_YZ)), 1, 1)
     args = (x.name, y.name, i64(rows), i64(cols))
     ctx.launch(src, grid, (ctx.options.block_size, 1, 1), args)
 
 
-def check_layer_norm(node: Node, graph: Graph) -> str | None:
+def check_layer_norm(node: Node, cx: CheckContext) -> str | None:
     x = node.inputs[0]
     norm = tuple(node.attrs["normalized_shape"])
     if tuple(x.type.shape[len(x.type.shape) - len(norm) :]) != norm:
@@ -91,10 +92,9 @@ def lower_layer_norm(node: Node, ctx: LowerContext) -> None:
     ctx.launch(src, grid, (ctx.options.block_size, 1, 1), args)
 
 
-LOWERINGS: dict[str, Lowering] = {
-    "sum": Lowering(check_reduce, lower_reduce),
-    "mean": Lowering(check_reduce, lower_reduce),
-    "softmax": Lowering(check_softmax, lower_softmax),
-    "log_softmax": Lowering(check_softmax, lower_softmax),
-    "layer_norm": Lowering(check_layer_norm, lower_layer_norm),
+EMITTERS: dict[str, Emitter] = {
+    # the kernel's "max" is not claimed: amax's NaN and -0 rules are not checked against it
+    "reduce": Emitter(lower_reduce, check=check_reduce, formulas=frozenset(REDUCE_OPS) - {"max"}),
+    "softmax": Emitter(lower_softmax, check=check_softmax, formulas=frozenset(NORM_OPS)),
+    "layer_norm": Emitter(lower_layer_norm, check=check_layer_norm),
 }

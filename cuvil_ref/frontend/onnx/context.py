@@ -1,0 +1,154 @@
+"""The conversion context of the ONNX importer: the graph being built, the ONNX node being
+converted, and import-time constant folding.
+
+A converter receives an :class:`OnnxContext` and an :class:`OnnxNode` (the node's inputs already
+IR :class:`Value` objects, ``None`` for an omitted optional input, its attributes as Python
+values) and returns the node's outputs. ``cx.op(...)`` appends an IR op; when every input is a
+constant it is evaluated right away with the op's reference semantics and becomes a constant, so
+shape arithmetic (``Shape -> Gather -> Concat -> Reshape``) folds to the static values that
+``Reshape``, ``Slice`` or ``Expand`` need. ``cx.static(v, "shape")`` reads such a value or raises
+an error naming the node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cuvil_ref.errors import UnsupportedOpError
+from cuvil_ref.ir.builder import GraphBuilder
+from cuvil_ref.ir.dtypes import DType
+from cuvil_ref.ir.graph import Provenance, Value
+from cuvil_ref.ops import get_op
+
+#: Folding stops above this many elements: a constant that big stays an op in the graph.
+FOLD_LIMIT = 1 << 22
+
+
+@dataclass(frozen=True)
+class OnnxNode:
+    """One ONNX node as converters see it."""
+
+    op_type: str
+    name: str
+    inputs: tuple[Value | None, ...]
+    attrs: Mapping[str, Any]
+    num_outputs: int
+    version: int  # the resolved operator version (its schema's since_version)
+    opset: int  # the model's opset for the node's domain
+    domain: str = ""
+    subgraphs: Mapping[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        shown = f"'{self.name}'" if self.name else "(unnamed)"
+        return f"ONNX {self.op_type} node {shown} (opset {self.opset})"
+
+    def input(self, i: int) -> Value | None:
+        return self.inputs[i] if i < len(self.inputs) else None
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        return self.attrs.get(name, default)
+
+
+class StaticInputError(UnsupportedOpError):
+    """An input that Cuvil needs at import time (a shape, axes, pads...) is a graph input.
+
+    ``tensor`` names it; ``onnx_to_cuvilir(..., constant_inputs={tensor: value})`` imports the
+    model specialized to that value.
+    """
+
+    def __init__(self, message: str, tensor: str | None = None) -> None:
+        super().__init__(message)
+        self.tensor = tensor
+
+
+class OnnxContext:
+    """Builds the IR graph for one ONNX graph; converters call ``op``, ``constant``, ``static``."""
+
+    def __init__(self, builder: GraphBuilder | None = None) -> None:
+        self.builder = builder or GraphBuilder()
+        self.node: OnnxNode | None = None
+        self.folded = 0
+        self.graph_inputs: dict[str, str] = {}  # IR value name -> ONNX graph input name
+
+    # -- errors -------------------------------------------------------------------------------
+    def error(self, message: str) -> UnsupportedOpError:
+        """An UnsupportedOpError naming the current node (its op type, name and opset)."""
+        where = self.node.describe() if self.node is not None else "the ONNX graph"
+        return UnsupportedOpError(f"{where}: {message}")
+
+    # -- values -------------------------------------------------------------------------------
+    def constant(self, array: Any, hint: str = "const") -> Value:
+        return self.builder.constant(hint, np.asarray(array))
+
+    def array(self, value: Value | None) -> np.ndarray | None:
+        """The value's array if it is a constant (an initializer or something folded)."""
+        if value is None:
+            return None
+        return self.builder.constant_array(value.name)
+
+    def static(self, value: Value | None, what: str) -> np.ndarray:
+        """The value's array; a value only known at run time is refused, naming ``what``."""
+        arr = self.array(value)
+        if arr is None:
+            where = self.node.describe() if self.node is not None else "the ONNX graph"
+            tensor = self.graph_inputs.get(value.name) if value is not None else None
+            hint = (
+                f"; it is the graph input '{tensor}': pass constant_inputs={{'{tensor}': ...}} "
+                "to import the model specialized to its value"
+                if tensor
+                else ""
+            )
+            raise StaticInputError(
+                f"{where}: input '{what}' must be known when the model is imported (an "
+                "initializer, a Constant, or computed from static shapes); Cuvil does not take "
+                f"it at run time{hint}",
+                tensor,
+            )
+        return arr
+
+    def ints(self, value: Value | None, what: str) -> list[int]:
+        return [int(v) for v in np.asarray(self.static(value, what)).reshape(-1)]
+
+    def provenance(self) -> Provenance | None:
+        if self.node is None:
+            return None
+        return Provenance(source=f"ONNX {self.node.op_type} '{self.node.name or '?'}'")
+
+    # -- ops ----------------------------------------------------------------------------------
+    def op(self, op: str, inputs: Sequence[Value], **attrs: Any) -> Value:
+        outs = self.op_multi(op, inputs, **attrs)
+        if len(outs) != 1:
+            raise self.error(f"internal: IR op '{op}' gave {len(outs)} outputs")
+        return outs[0]
+
+    def op_multi(self, op: str, inputs: Sequence[Value], **attrs: Any) -> tuple[Value, ...]:
+        """Append IR ``op``; fold it when every input is a constant (and the result is small)."""
+        arrays = [self.array(v) for v in inputs]
+        if all(a is not None for a in arrays):
+            opdef = get_op(op)
+            norm = opdef.normalize_attrs(attrs)
+            types = opdef.infer_types([v.type for v in inputs], norm)
+            if all(t.is_static and t.numel() <= FOLD_LIMIT for t in types):
+                results = opdef.evaluate(arrays, norm)  # type: ignore[arg-type]
+                self.folded += 1
+                return tuple(
+                    self.constant(np.asarray(r, dtype=t.dtype.numpy), op)
+                    for r, t in zip(results, types, strict=True)
+                )
+        hint = op
+        return self.builder.op_multi(op, inputs, attrs, name=hint, provenance=self.provenance())
+
+    def cast(self, value: Value, dtype: DType) -> Value:
+        if value.type.dtype == dtype:
+            return value
+        return self.op("cast", [value], dtype=dtype.value)
+
+    def scalar(self, x: Any, dtype: DType) -> Value:
+        return self.constant(np.asarray(x, dtype=dtype.numpy), "scalar")
+
+
+__all__ = ["FOLD_LIMIT", "OnnxContext", "OnnxNode", "StaticInputError"]

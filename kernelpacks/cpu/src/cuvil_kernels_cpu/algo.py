@@ -1,0 +1,130 @@
+"""Per-layer algorithm choice for convolutions: from a cost model, or measured.
+
+``conv_algorithm="auto"`` (the default) picks by the model below; ``"measure"`` times every
+legal candidate on the layer's own shape once (a few runs each, on zeros) and keeps the
+fastest -- results are cached on disk by shape, CPU and thread count
+(``$CUVIL_CACHE_DIR/cpu-algo.json``, default ``~/.cache/cuvil``), so a second compile pays
+nothing; ``"im2col"``/``"direct"``/``"winograd"`` force an algorithm where it is legal. The
+report records the choice, the candidates' costs and where they came from.
+
+The model (seconds) for a layer with ``M`` output pixels, ``K = 9 C`` and ``O`` outputs:
+
+* im2col: ``2 M' O K / PEAK + M KH RUN + 4 M K / GATHER`` (``M'``: M rounded up to the tile
+  height; the gather costs per contiguous run and per byte);
+* direct: ``2 R O K / PEAK (1 + 8 / (KW C)) + padding copy`` where ``R`` counts the rows the
+  tiles compute (they do not cross output rows) and the factor is the per-call overhead of
+  accumulating a tile over kernel rows;
+* Winograd F(4x4,3x3), ``T`` tiles: ``2 * 36 T' C O / PEAK + 36 T (C + O) 12 / TRANSFORM +
+  36 C O 4 / MEMORY`` where ``T'`` is T rounded up to the tile height (the GEMMs' rows) and
+  the last term the transformed weights streamed once per chunk of tiles.
+
+The constants were fitted to single-thread CPU-time measurements of ResNet-18 and MobileNetV2
+layers on this machine (AMD Zen 5, AVX-512; docs/cpu-pack.md); only their ratios matter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+PEAK = 200e9  # float32 FLOP/s (2 per multiply-add) on the register tile, one core
+GATHER = 10e9  # bytes/s copied by the im2col gather
+RUN = 13e-9  # seconds per contiguous run (one kernel row of one pixel) the gather copies
+TRANSFORM = 12e9  # bytes/s through the Winograd transforms
+MEMORY = 30e9  # bytes/s streaming transformed weights (from L3)
+
+_LOCK = threading.Lock()
+
+
+def model_costs(shape: dict[str, int], winograd_ok: bool, direct_ok: bool) -> dict[str, float]:
+    from cuvil_kernels_cpu.kernels.isa import MR
+
+    n, c, o, oh, ow = shape["n"], shape["c"], shape["o"], shape["oh"], shape["ow"]
+    kk = shape["k"]
+    k = c * kk * kk
+    m = n * oh * ow
+    gather = m * kk * RUN + 4 * m * k / GATHER
+    costs = {"im2col": 2 * (-(-m // MR) * MR) * o * k / PEAK + gather}
+    if direct_ok:
+        rows = n * oh * -(-ow // MR) * MR  # tiles do not cross output rows
+        run = kk * c  # the micro-kernel's reduction per call
+        pad = 8 * n * (shape["h"] + kk) * (shape["w"] + kk) * c
+        costs["direct"] = 2 * rows * o * k / PEAK * (1 + 8 / run) + pad / GATHER
+    if winograd_ok:
+
+        tiles = n * -(-oh // 4) * -(-ow // 4)
+        rows = -(-tiles // MR) * MR
+        chunks = max(1, -(-tiles // max(MR, (1 << 20) // (36 * (c + o + 64) * 4))))
+        costs["winograd"] = (
+            2 * 36 * rows * c * o / PEAK
+            + 36 * tiles * (c + o) * 12 / TRANSFORM
+            + chunks * 36 * c * o * 4 / MEMORY
+        )
+    return costs
+
+
+def choose_conv(
+    shape: dict[str, int],
+    gemm_ok: bool,
+    winograd_ok: bool,
+    options: dict[str, Any],
+    direct_ok: bool = False,
+) -> dict[str, Any]:
+    """The algorithm for one conv layer and why (see the module docstring)."""
+    if gemm_ok:
+        return {"algorithm": "gemm", "why": "1x1 stride 1: the input rows are the GEMM operand"}
+    mode = options.get("conv_algorithm", "auto")
+    legal = {"im2col": True, "winograd": winograd_ok, "direct": direct_ok}
+    if mode in legal:
+        if not legal[mode]:
+            return {"algorithm": "im2col", "why": f"{mode} forced but not legal for this layer"}
+        return {"algorithm": mode, "why": "forced by conv_algorithm"}
+    costs = model_costs(shape, winograd_ok, direct_ok)
+    source = "model"
+    if mode == "measure" and len(costs) > 1:
+        costs, source = measured_costs(shape, options), "measured"
+    best = min(costs, key=costs.__getitem__)
+    return {
+        "algorithm": best,
+        "why": f"lowest {source} cost",
+        "costs_us": {k: round(v * 1e6, 1) for k, v in costs.items()},
+    }
+
+
+def _cache_path() -> Path:
+    root = os.environ.get("CUVIL_CACHE_DIR") or os.path.join(Path.home(), ".cache", "cuvil")
+    return Path(root) / "cpu-algo.json"
+
+
+def measured_costs(shape: dict[str, int], options: dict[str, Any]) -> dict[str, float]:
+    """Seconds per candidate, timed once per (shape, CPU, threads) and cached on disk."""
+    from cuvil_kernels_cpu.kernels.isa import host_cpu
+
+    threads = int(options["threads"])
+    key = f"{host_cpu()}|t{threads}|" + ",".join(f"{k}={v}" for k, v in sorted(shape.items()))
+    path = _cache_path()
+    with _LOCK:
+        try:
+            table = json.loads(path.read_text())
+            if not isinstance(table, dict):
+                table = {}
+        except (OSError, ValueError):
+            table = {}
+        hit = table.get(key)
+        if isinstance(hit, dict) and all(isinstance(v, float) for v in hit.values()):
+            return hit
+        from cuvil_kernels_cpu import measure
+
+        result = measure.time_conv_candidates(shape, threads)
+        table[key] = result
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(table, indent=0, sort_keys=True))
+            tmp.replace(path)
+        except OSError:
+            pass  # a read-only cache directory only costs the measurement next time
+        return result

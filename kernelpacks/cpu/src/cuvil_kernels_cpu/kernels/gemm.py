@@ -1,0 +1,300 @@
+"""Float32 GEMM and convolution-as-GEMM on the register tile, with the epilogue fused.
+
+One kernel, :func:`conv_gemm`, serves ``linear``, ``matmul`` with a constant right operand,
+1x1 convolutions and every other convolution through im2col: the output is ``[M, O]`` with
+``M = N * OH * OW`` rows (NHWC), the weights are packed once at lowering into panels
+``[G, NP, K, NR]`` (:func:`pack_weights`; ``K = KH * KW * Cg`` in (kh, kw, c) order, columns
+zero-padded to a multiple of ``NR``), and the work is split into items of ``mb`` row tiles by
+``pg`` panels that run in parallel (``prange``). An item gathers its im2col rows into a block
+that stays in L2 -- or, for a 1x1 stride-1 convolution or a linear layer, reads the input
+rows in place -- then runs the micro-kernel over its panels and row tiles. Bias, clamp-family
+activation and residual are applied by the micro-kernel before it stores the tile; other
+activations (gelu, silu, hardswish, sigmoid) run over the tile right after, while it is in L1.
+So each output element is written once, with its epilogue, in the same pass.
+
+Tiles cut by the edge of the output (the last rows, or ``O`` not a multiple of ``NR``) are
+computed into a small buffer and copied with the same epilogue.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cuvil_kernels_cpu.kernels import mathf
+from cuvil_kernels_cpu.kernels.atomics import grab
+from cuvil_kernels_cpu.kernels.isa import MR, NR, kernel, serial_kernel
+from cuvil_kernels_cpu.kernels.microkernel import (
+    RES_AFTER,
+    RES_BEFORE,
+    tile_f32_1,
+    tile_f32_2,
+    tile_f32_3,
+    tile_f32_4,
+)
+
+#: res_mode values
+RES_NONE = 0
+
+_NEG_INF = np.float32(-np.inf)
+_POS_INF = np.float32(np.inf)
+
+#: Bytes an item's A block, and its group of B panels, may use (each should stay in L2).
+L2_BLOCK = 1 << 20
+
+
+def pack_weights(w_kn: np.ndarray, groups: int = 1) -> np.ndarray:
+    """``[G, K, Og]`` (or ``[K, O]`` with ``groups=1``) float32 -> panels ``[G, NP, K, NR]``."""
+    w = np.asarray(w_kn, dtype=np.float32)
+    if w.ndim == 2:
+        w = w[None]
+    g, k, og = w.shape
+    npanels = -(-og // NR)
+    padded = np.zeros((g, k, npanels * NR), np.float32)
+    padded[:, :, :og] = w
+    return np.ascontiguousarray(padded.reshape(g, k, npanels, NR).transpose(0, 2, 1, 3))
+
+
+def pack_bias(bias: np.ndarray | None, groups: int, og: int) -> np.ndarray:
+    """Bias ``[O]`` -> ``[G * NP * NR]`` zero-padded per group (zeros when there is none)."""
+    npanels = -(-og // NR)
+    out = np.zeros((groups, npanels * NR), np.float32)
+    if bias is not None:
+        out[:, :og] = np.asarray(bias, np.float32).reshape(groups, og)
+    return out.reshape(-1)
+
+
+def conv_weight_kn(weight: np.ndarray, groups: int) -> np.ndarray:
+    """OIHW conv weight -> ``[G, KH*KW*Cg, Og]`` in the (kh, kw, c) order of the im2col rows."""
+    o, cg, kh, kw = weight.shape
+    w = np.asarray(weight, np.float32).reshape(groups, o // groups, cg, kh, kw)
+    return np.ascontiguousarray(w.transpose(0, 3, 4, 2, 1)).reshape(groups, kh * kw * cg, -1)
+
+
+def plan_items(m: int, k: int, npanels: int, threads: int, elem: int = 4,
+               nr: int = NR, mr: int = MR) -> tuple[int, int]:  # fmt: skip
+    """(row tiles per item, panels per item) that minimize memory traffic.
+
+    An item reads its A block once per panel group and its B panels once per row block, so the
+    traffic is ``n_row_blocks * |B| + n_panel_groups * |A|``; blocks must fit L2 (about 1 MB
+    each) and there must be work for every thread (two items per thread when there are
+    several, so a late thread finds some left). ``elem``: bytes per element (1 for int8)."""
+    tiles = -(-m // mr)
+    if tiles == 0 or npanels == 0:
+        return 1, max(1, npanels)
+    a_bytes, b_bytes = m * k * elem, k * npanels * nr * elem
+    want = 1 if threads <= 1 else 2 * threads
+    mb_max = max(1, L2_BLOCK // max(1, mr * k * elem))
+    best: tuple[float, int, int] | None = None
+    for n_pg in range(1, npanels + 1):
+        pg = -(-npanels // n_pg)
+        n_pg = -(-npanels // pg)
+        if pg > 1 and pg * k * nr * elem > L2_BLOCK:
+            continue
+        n_mb = -(-tiles // mb_max)
+        if n_mb * n_pg < want:
+            n_mb = min(tiles, -(-want // n_pg))
+        mb = -(-tiles // n_mb)
+        n_mb = -(-tiles // mb)
+        cost = n_mb * b_bytes + n_pg * a_bytes + (0 if n_mb * n_pg >= want else 1e18)
+        if best is None or cost < best[0]:
+            best = (cost, mb, pg)
+    assert best is not None
+    return best[1], best[2]
+
+
+@kernel
+def pad_nhwc(x, out, pt, pl, work):  # type: ignore[no-untyped-def]
+    """out = x zero-padded by ``pt`` rows on top and ``pl`` columns on the left (and up to out's
+    size at the bottom and right), NHWC; rows (n, y) of out are the items."""
+    n, hp, wp, c = out.shape
+    h, w = x.shape[1], x.shape[2]
+    n_items = n * hp
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
+        b = item // hp
+        y = item % hp
+        iy = y - pt
+        for xx in range(wp):
+            ix = xx - pl
+            if 0 <= iy < h and 0 <= ix < w:
+                for ch in range(c):
+                    out[b, y, xx, ch] = x[b, iy, ix, ch]
+            else:
+                for ch in range(c):
+                    out[b, y, xx, ch] = 0.0
+
+
+@kernel
+def im2col(x, cols, geom, oh, ow, work):  # type: ignore[no-untyped-def]
+    """cols[M, K] = the im2col rows of x (one group), in blocks of 64 rows (the items)."""
+    m = cols.shape[0]
+    n_items = (m + 63) // 64
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
+        r0 = item * 64
+        _gather_rows(x, cols[r0 : min(m, r0 + 64)], r0, min(64, m - r0), 0, geom, oh, ow)
+
+
+@serial_kernel
+def _gather_rows(x, a, r0, rows, g, geom, oh, ow):  # type: ignore[no-untyped-def]
+    """im2col rows ``r0 .. r0 + rows`` of group ``g`` into ``a`` (zeros for padding; rows
+    past ``rows`` zeroed). A kernel row whose taps all lie inside ``x`` is one contiguous copy
+    of ``KW * Cg`` values when dilation is 1 and there is one group (flat indices throughout,
+    so the copies vectorize)."""
+    kh, kw, sh, sw = geom[0], geom[1], geom[2], geom[3]
+    pt, pl, dh, dw = geom[4], geom[5], geom[6], geom[7]
+    h, w, ctot = x.shape[1], x.shape[2], x.shape[3]
+    kk = a.shape[1]
+    cg = kk // (kh * kw)
+    c0 = g * cg
+    run = kw * cg
+    contiguous = dw == 1 and cg == ctot
+    xf = x.reshape(x.size)
+    af = a.reshape(a.size)
+    for r in range(rows):
+        q = r0 + r
+        n = q // (oh * ow)
+        p = q % (oh * ow)
+        y0 = (p // ow) * sh - pt
+        x0 = (p % ow) * sw - pl
+        inside_x = x0 >= 0 and x0 + (kw - 1) * dw < w
+        for i in range(kh):
+            iy = y0 + i * dh
+            dst = r * kk + i * run
+            drow = af[dst : dst + run]  # views indexed from 0 vectorize (see mathf.activate_block)
+            if iy < 0 or iy >= h:
+                for c in range(run):
+                    drow[c] = 0.0
+            elif inside_x and contiguous:
+                src = ((n * h + iy) * w + x0) * ctot
+                srow = xf[src : src + run]
+                for c in range(run):
+                    drow[c] = srow[c]
+            else:
+                for j in range(kw):
+                    ix = x0 + j * dw
+                    d = drow[j * cg : (j + 1) * cg]
+                    if 0 <= ix < w:
+                        src = ((n * h + iy) * w + ix) * ctot + c0
+                        srow = xf[src : src + cg]
+                        for c in range(cg):
+                            d[c] = srow[c]
+                    else:
+                        for c in range(cg):
+                            d[c] = 0.0
+    tail = af[rows * kk :]
+    for c in range(tail.size):
+        tail[c] = 0.0
+
+
+@serial_kernel
+def tile_nv(nv, a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init):  # type: ignore[no-untyped-def]
+    """The register tile with ``nv`` column vectors (a narrower last panel: 16, 32, 48)."""
+    if nv >= 4:
+        tile_f32_4(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+    elif nv == 3:
+        tile_f32_3(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+    elif nv == 2:
+        tile_f32_2(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+    else:
+        tile_f32_1(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+
+
+@serial_kernel
+def _finish_tile(out2, row0, nrows, col0, ncols, res2, act, res_mode):  # type: ignore[no-untyped-def]
+    """The non-clamp activation (and a residual added after it) over a stored tile."""
+    mathf.activate_block(out2, row0, nrows, col0, ncols, res2, act, res_mode == RES_AFTER)
+
+
+@serial_kernel
+def _store_edge(tmp, out2, row0, nrows, col0, ncols, res2, lo, hi, act, res_mode):  # type: ignore[no-untyped-def]
+    """Copy the valid part of a tile computed into ``tmp`` (bias already added) with the
+    epilogue: residual, clamp or activation, residual, in the order of ``res_mode``."""
+    zero = np.zeros(ncols, np.float32)
+    for i in range(nrows):
+        dst = out2[row0 + i, col0 : col0 + ncols]
+        r = res2[row0 + i, col0 : col0 + ncols] if res_mode != RES_NONE else dst
+        mathf.epilogue_row(tmp[i, :ncols], zero, r, dst, lo, hi, act, res_mode)
+
+
+@kernel
+def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg, work):  # type: ignore[no-untyped-def]
+    """out[N, OH, OW, O] = epilogue(conv(x[N, H, W, C], weights) + bias) (module docstring).
+
+    ``geom`` = (KH, KW, sh, sw, pt, pl, dh, dw); ``direct``: read A rows from ``x`` itself
+    (1x1, stride 1, no padding, one group); ``res`` is ``[N, OH, OW, O]`` or unused
+    (``res_mode`` 0); ``act`` an ``mathf.ACT_*`` code applied after the ``lo``/``hi`` clamp."""
+    groups, npanels, k = wp.shape[0], wp.shape[1], wp.shape[2]
+    n, oh, ow, o = out.shape
+    m = n * oh * ow
+    og = o // groups
+    out2 = out.reshape(m, o)
+    res2 = res.reshape(res.shape[0] * res.shape[1] * res.shape[2], res.shape[3])
+    tiles = (m + MR - 1) // MR
+    n_mb = (tiles + mb - 1) // mb
+    n_pg = (npanels + pg - 1) // pg
+    cin = x.shape[3]
+    x2 = x.reshape(x.shape[0] * x.shape[1] * x.shape[2], cin)
+    x_addr = x.ctypes.data
+    out_addr = out.ctypes.data
+    res_addr = res.ctypes.data
+    post = act != mathf.ACT_NONE
+    kflags = res_mode
+    klo, khi = lo, hi
+    if post:
+        # The micro-kernel adds a residual that comes before the activation; the activation and
+        # a residual after it are applied over the stored tile.
+        kflags = RES_BEFORE if res_mode == RES_BEFORE else 0
+        klo, khi = _NEG_INF, _POS_INF
+    n_items = n_mb * n_pg * groups
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
+        g = item // (n_mb * n_pg)
+        rest = item % (n_mb * n_pg)
+        bm = rest // n_pg
+        bp = rest % n_pg
+        t0 = bm * mb
+        t1 = min(tiles, t0 + mb)
+        r0 = t0 * MR
+        rows = min(m, t1 * MR) - r0
+        tmp = np.empty((MR, NR), np.float32)
+        if direct:
+            abuf = np.empty((MR, k), np.float32)
+            a_addr = x_addr + r0 * cin * 4
+        else:
+            abuf = np.empty(((t1 - t0) * MR, k), np.float32)
+            _gather_rows(x, abuf, r0, rows, g, geom, oh, ow)
+            a_addr = abuf.ctypes.data
+        for p in range(bp * pg, min(npanels, (bp + 1) * pg)):
+            col0 = g * og + p * NR
+            ncols = min(NR, og - p * NR)
+            b_addr = wp[g, p].ctypes.data
+            bias_addr = bias.ctypes.data + (g * npanels + p) * NR * 4
+            nv = (ncols + 15) // 16
+            for t in range(t1 - t0):
+                row0 = r0 + t * MR
+                nrows = min(MR, m - row0)
+                a_tile = a_addr + t * MR * k * 4
+                if direct and nrows < MR:
+                    # The last rows of the input: stage them so the tile never reads past x.
+                    for i in range(MR):
+                        for c in range(k):
+                            abuf[i, c] = x2[row0 + i, c] if i < nrows else 0.0
+                    a_tile = abuf.ctypes.data
+                if nrows == MR and ncols == nv * 16:
+                    c_addr = out_addr + (row0 * o + col0) * 4
+                    r_addr = res_addr + (row0 * o + col0) * 4 if res_mode != RES_NONE else bias_addr
+                    tile_nv(nv, a_tile, k, b_addr, NR, k, c_addr, o, bias_addr, r_addr, o,
+                            klo, khi, kflags, 0)  # fmt: skip
+                    if post:
+                        _finish_tile(out2, row0, MR, col0, ncols, res2, act, res_mode)
+                else:
+                    tile_nv(nv, a_tile, k, b_addr, NR, k, tmp.ctypes.data, NR, bias_addr,
+                            bias_addr, 0, _NEG_INF, _POS_INF, 0, 0)  # fmt: skip
+                    _store_edge(tmp, out2, row0, nrows, col0, ncols, res2, lo, hi, act, res_mode)

@@ -1,0 +1,92 @@
+"""What the host CPU offers, and the one decorator every kernel of the pack is compiled with.
+
+The micro-kernels are written for 16-lane vectors. With AVX-512 a tile of ``MR x NR`` float32
+accumulators is ``MR * NR / 16`` zmm registers; on a CPU without AVX-512 LLVM splits each 16-lane
+vector into two AVX2 registers, so the tile is made narrower (fewer vectors per row) to stay in
+the 16 registers there. The int8 tile uses ``vpdpbusd`` (AVX-512 VNNI) when present and a
+portable widening multiply-add otherwise: both are exact int32 arithmetic.
+
+Numba's on-disk cache is keyed on the CPU name and features, so a cache made on one machine is
+never loaded on a different CPU.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import llvmlite.binding as llvm
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+
+@functools.lru_cache(maxsize=1)
+def host_features() -> frozenset[str]:
+    """The host CPU's LLVM feature names that are enabled (``avx512f``, ``avx512vnni``...)."""
+    flat = llvm.get_host_cpu_features().flatten()
+    return frozenset(f[1:] for f in flat.split(",") if f.startswith("+"))
+
+
+def host_cpu() -> str:
+    return str(llvm.get_host_cpu_name())
+
+
+HAS_AVX512 = "avx512f" in host_features()
+HAS_VNNI = HAS_AVX512 and "avx512vnni" in host_features()
+
+#: float32 tile: MR rows x (NV * 16) columns of accumulators.
+MR = 6
+NV = 4 if HAS_AVX512 else 1
+NR = NV * 16
+#: int8 tile (u8 x s8 -> i32): same register shape.
+MR_I8 = 6
+NV_I8 = 4 if HAS_AVX512 else 1
+NR_I8 = NV_I8 * 16
+
+
+def describe() -> str:
+    """One line for reports: CPU, vector ISA and tile shapes."""
+    isa = "AVX-512" if HAS_AVX512 else "AVX2/portable"
+    int8 = "VNNI vpdpbusd" if HAS_VNNI else "widening multiply-add"
+    return f"{host_cpu()} ({isa}; f32 tile {MR}x{NR}, int8 tile {MR_I8}x{NR_I8} via {int8})"
+
+
+def kernel(fn: F) -> F:
+    """``numba.njit(nogil=True, cache=True)``: the pack's kernel decorator.
+
+    ``nogil``: a kernel never holds the GIL, so other Python threads (a server's request
+    handlers, a second inference, the pack's own helper threads) run while it computes.
+    Parallelism is not Numba's ``prange``: every thread of a :class:`cuvil_kernels_cpu.team.Team`
+    calls the kernel and takes items from a shared counter (:mod:`.atomics`), so a thread the OS
+    has not scheduled (a loaded machine) delays nobody -- with an OpenMP team each region waits
+    for every thread, which was measured here at 20-100x slowdowns under load.
+
+    No ``fastmath``: NaN and infinity semantics must match the interpreter. ``error_model=
+    "numpy"``: a float division by zero gives inf/NaN (IEEE) instead of raising, which also
+    lets LLVM vectorize loops that divide.
+    """
+    import numba
+
+    return numba.njit(nogil=True, cache=True, error_model="numpy")(fn)  # type: ignore[no-any-return]
+
+
+def serial_kernel(fn: F) -> F:
+    """Like :func:`kernel`, for small helpers called from other kernels."""
+    import numba
+
+    return numba.njit(nogil=True, cache=True, error_model="numpy")(fn)  # type: ignore[no-any-return]
+
+
+def reduction_kernel(fn: F) -> F:
+    """A kernel whose float sums may be reassociated (vectorized): allowed inside the
+    conformance bound for reductions; NaN/infinity handling is untouched (no nnan/ninf)."""
+    import numba
+
+    return numba.njit(  # type: ignore[no-any-return]
+        nogil=True,
+        cache=True,
+        error_model="numpy",
+        fastmath={"reassoc", "contract"},
+    )(fn)

@@ -1,0 +1,354 @@
+"""Register-tiled GEMM micro-kernels, written as LLVM IR through Numba intrinsics.
+
+Numba's auto-vectorizer does not keep a GEMM tile of accumulators in registers, and the BLAS
+numpy ships was measured here at about half the speed of a tile kernel on this AVX-512 CPU
+(docs/benchmarks.md). So the inner loop is emitted directly: per step ``k`` it loads ``NV``
+16-lane vectors of the packed B panel, broadcasts one A value per row, and does ``MR * NV``
+fused multiply-adds into accumulators that live in registers for the whole loop.
+
+``tile_f32(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init)`` (strides in
+elements; all pointers are raw addresses taken with ``arr.ctypes.data``)::
+
+    acc[i, j] = init[i, j] + sum_{p < k} a[i * lda + p] * b[p * ldb + j]   i < MR, j < NR (FMA)
+    v = acc + bias[j]
+    v += res[i * ldr + j]             if flags & RES_BEFORE
+    v = hi if v > hi else (lo if v < lo else v)    (NaN stays NaN; lo=-inf, hi=inf: identity)
+    v += res[i * ldr + j]             if flags & RES_AFTER
+    c[i * ldc + j] = v
+
+``init`` is 0 (start from zeros) or a contiguous ``MR x NR`` tile of partial sums, so a tile
+can be accumulated over several calls (the direct convolution's kernel rows): pass a zero
+bias and the identity clamp to all but the last. The clamp is two selects, not
+``maxnum``/``minnum``, so NaN propagates as in ``np.maximum``.
+
+``tile_u8s8(a, lda, b, k4, c, ldc)`` is the exact int8 tile: ``a`` holds unsigned bytes (the
+int8 activation plus 128), ``b`` the signed weights packed ``[k4][NR_I8][4]``, and
+``c[i, j] = sum_{p < 4*k4} a[i*lda + p] * b[p, j]`` in int32 (no saturation anywhere: every
+product fits 16 bits and the reduction is bounded by the int32 accumulator bound). With AVX-512
+VNNI this is one ``vpdpbusd`` per 64 products; otherwise the same sum is spelled out with
+widening multiplies and adds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+from cuvil_kernels_cpu.kernels.isa import HAS_VNNI, MR, MR_I8, NV, NV_I8
+
+RES_BEFORE = 1
+RES_AFTER = 2
+
+_I32 = ir.IntType(32)
+_I64 = ir.IntType(64)
+_I8 = ir.IntType(8)
+_F32 = ir.FloatType()
+_VF = ir.VectorType(_F32, 16)
+_VI = ir.VectorType(_I32, 16)
+
+
+def _fn(builder: ir.IRBuilder, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+    mod = builder.module
+    fn = mod.globals.get(name)
+    if fn is None:
+        fn = ir.Function(mod, ir.FunctionType(ret, args), name)
+    return fn
+
+
+def _splat(builder: ir.IRBuilder, scalar: ir.Value, vtype: ir.VectorType) -> ir.Value:
+    undef = ir.Constant(vtype, ir.Undefined)
+    one = builder.insert_element(undef, scalar, ir.Constant(_I32, 0))
+    return builder.shuffle_vector(one, undef, ir.Constant(_VI, [0] * 16))
+
+
+def _vload(builder: ir.IRBuilder, base: ir.Value, index: ir.Value, vtype: ir.VectorType) -> Any:
+    ptr = builder.gep(base, [index])
+    return builder.load(builder.bitcast(ptr, vtype.as_pointer()), align=4)
+
+
+def _vstore(builder: ir.IRBuilder, value: ir.Value, base: ir.Value, index: ir.Value) -> None:
+    ptr = builder.gep(base, [index])
+    builder.store(value, builder.bitcast(ptr, value.type.as_pointer()), align=4)
+
+
+def _const(n: int) -> ir.Constant:
+    return ir.Constant(_I64, n)
+
+
+def _k_loop(
+    builder: ir.IRBuilder,
+    count: ir.Value,
+    n_acc: int,
+    vtype: ir.VectorType,
+    body: Any,
+    start: list[ir.Value] | None = None,
+) -> list[ir.Value]:
+    """``for p in range(count): accs = body(p, accs)`` with the accumulators in SSA registers,
+    starting from ``start`` (zeros by default); returns the final accumulators."""
+    zero = ir.Constant(vtype, None)
+    init = start if start is not None else [zero] * n_acc
+    pre = builder.block
+    loop = builder.append_basic_block("tile_loop")
+    done = builder.append_basic_block("tile_done")
+    builder.cbranch(builder.icmp_signed(">", count, _const(0)), loop, done)
+    builder.position_at_end(loop)
+    p = builder.phi(_I64)
+    p.add_incoming(_const(0), pre)
+    accs = []
+    for i in range(n_acc):
+        phi = builder.phi(vtype)
+        phi.add_incoming(init[i], pre)
+        accs.append(phi)
+    new = body(p, accs)
+    p_next = builder.add(p, _const(1))
+    p.add_incoming(p_next, loop)
+    for phi, value in zip(accs, new, strict=True):
+        phi.add_incoming(value, loop)
+    end = builder.block
+    builder.cbranch(builder.icmp_signed("<", p_next, count), loop, done)
+    builder.position_at_end(done)
+    out = []
+    for i, value in enumerate(new):
+        phi = builder.phi(vtype)
+        phi.add_incoming(init[i], pre)
+        phi.add_incoming(value, end)
+        out.append(phi)
+    return out
+
+
+def _when(builder: ir.IRBuilder, cond: ir.Value, values: list[ir.Value], fn: Any) -> list[ir.Value]:
+    """``values = fn(values) if cond else values`` as a branch with phis."""
+    before = builder.block
+    then = builder.append_basic_block("tile_then")
+    merge = builder.append_basic_block("tile_merge")
+    builder.cbranch(cond, then, merge)
+    builder.position_at_end(then)
+    changed = fn(values)
+    then_end = builder.block
+    builder.branch(merge)
+    builder.position_at_end(merge)
+    out = []
+    for old, new in zip(values, changed, strict=True):
+        phi = builder.phi(old.type)
+        phi.add_incoming(old, before)
+        phi.add_incoming(new, then_end)
+        out.append(phi)
+    return out
+
+
+def _tile_f32(nv: int) -> Any:
+    """The float32 tile intrinsic with ``nv`` 16-lane column vectors (1 to 4)."""
+
+    def typer(typingctx, a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init):  # type: ignore[no-untyped-def]  # noqa: E501
+        ip, f4 = types.intp, types.float32
+        sig = types.void(ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, f4, f4, ip, ip)
+        return sig, codegen
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        a_i, lda_v, b_i, ldb_v, k_v, c_i, ldc_v, bias_i, res_i, ldr_v, lo_v, hi_v, fl, init_i = args
+        fp = _F32.as_pointer()
+        a0, b0 = builder.inttoptr(a_i, fp), builder.inttoptr(b_i, fp)
+        fma = _fn(builder, "llvm.fma.v16f32", _VF, [_VF, _VF, _VF])
+        rows = [builder.mul(_const(i), lda_v) for i in range(MR)]
+
+        def body(p: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
+            boff = builder.mul(p, ldb_v)
+            bv = [_vload(builder, b0, builder.add(boff, _const(16 * j)), _VF) for j in range(nv)]
+            new = []
+            for i in range(MR):
+                s = builder.load(builder.gep(a0, [builder.add(rows[i], p)]), align=4)
+                av = _splat(builder, s, _VF)
+                new.extend(builder.call(fma, [av, bv[j], accs[i * nv + j]]) for j in range(nv))
+            return new
+
+        zero = ir.Constant(_VF, None)
+        start = [zero] * (MR * nv)
+        init0 = builder.inttoptr(init_i, fp)
+
+        def load_init(vals: list[ir.Value]) -> list[ir.Value]:
+            return [_vload(builder, init0, _const(i * 16 * NV + 16 * j), _VF)
+                    for i in range(MR) for j in range(nv)]  # fmt: skip
+
+        start = _when(builder, builder.icmp_signed("!=", init_i, _const(0)), start, load_init)
+        acc = _k_loop(builder, k_v, MR * nv, _VF, body, start)
+        bias0 = builder.inttoptr(bias_i, fp)
+        bvec = [_vload(builder, bias0, _const(16 * j), _VF) for j in range(nv)]
+        v = [builder.fadd(acc[i * nv + j], bvec[j]) for i in range(MR) for j in range(nv)]
+        r0 = builder.inttoptr(res_i, fp)
+
+        def add_res(vals: list[ir.Value]) -> list[ir.Value]:
+            out = []
+            for i in range(MR):
+                base = builder.mul(_const(i), ldr_v)
+                for j in range(nv):
+                    rv = _vload(builder, r0, builder.add(base, _const(16 * j)), _VF)
+                    out.append(builder.fadd(vals[i * nv + j], rv))
+            return out
+
+        def has(bit: int) -> ir.Value:
+            return builder.icmp_signed("!=", builder.and_(fl, _const(bit)), _const(0))
+
+        v = _when(builder, has(RES_BEFORE), v, add_res)
+        lo_s, hi_s = _splat(builder, lo_v, _VF), _splat(builder, hi_v, _VF)
+        v = [builder.select(builder.fcmp_ordered("<", x, lo_s), lo_s, x) for x in v]
+        v = [builder.select(builder.fcmp_ordered(">", x, hi_s), hi_s, x) for x in v]
+        v = _when(builder, has(RES_AFTER), v, add_res)
+        c0 = builder.inttoptr(c_i, fp)
+        for i in range(MR):
+            base = builder.mul(_const(i), ldc_v)
+            for j in range(nv):
+                _vstore(builder, v[i * nv + j], c0, builder.add(base, _const(16 * j)))
+        return context.get_dummy_value()
+
+    return intrinsic(typer)
+
+
+tile_f32_1 = _tile_f32(1)
+tile_f32_2 = _tile_f32(2)
+tile_f32_3 = _tile_f32(3)
+tile_f32_4 = _tile_f32(4)
+#: the full-width tile (NV vectors)
+tile_f32 = (tile_f32_1, tile_f32_2, tile_f32_3, tile_f32_4)[NV - 1]
+
+
+def _dot4_portable(builder: ir.IRBuilder, acc: ir.Value, a4: ir.Value, b: ir.Value) -> ir.Value:
+    """``vpdpbusd`` spelled out: acc[l] += sum_q u8(a4[l])[q] * s8(b[l])[q]."""
+    v64 = ir.VectorType(_I8, 64)
+    w64 = ir.VectorType(_I32, 64)
+    au = builder.zext(builder.bitcast(a4, v64), w64)
+    bs = builder.sext(builder.bitcast(b, v64), w64)
+    prod = builder.mul(au, bs)
+    undef = ir.Constant(w64, ir.Undefined)
+    total = acc
+    for q in range(4):
+        mask = ir.Constant(_VI, [4 * lane + q for lane in range(16)])
+        total = builder.add(total, builder.shuffle_vector(prod, undef, mask))
+    return total
+
+
+@intrinsic
+def tile_u8s8(typingctx, a, lda, b, k4, c, ldc):  # type: ignore[no-untyped-def]
+    """One MR_I8 x NR_I8 exact int8 tile into int32 ``c`` (see the module docstring)."""
+    ip = types.intp
+    sig = types.void(ip, ip, ip, ip, ip, ip)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        a_i, lda_v, b_i, k4_v, c_i, ldc_v = args
+        a0 = builder.inttoptr(a_i, _I8.as_pointer())
+        b0 = builder.inttoptr(b_i, _I32.as_pointer())
+        if HAS_VNNI:
+            vnni = _fn(builder, "llvm.x86.avx512.vpdpbusd.512", _VI, [_VI, _VI, _VI])
+
+            def dot4(acc: ir.Value, a4: ir.Value, bv: ir.Value) -> ir.Value:
+                return builder.call(vnni, [acc, a4, bv])
+        else:
+
+            def dot4(acc: ir.Value, a4: ir.Value, bv: ir.Value) -> ir.Value:
+                return _dot4_portable(builder, acc, a4, bv)
+
+        rows = [builder.mul(_const(i), lda_v) for i in range(MR_I8)]
+        nr = 16 * NV_I8
+
+        def body(p: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
+            boff = builder.mul(p, _const(nr))  # in int32 units: [NR][4] bytes per step
+            bv = [_vload(builder, b0, builder.add(boff, _const(16 * j)), _VI) for j in range(NV_I8)]
+            koff = builder.mul(p, _const(4))
+            new = []
+            for i in range(MR_I8):
+                ptr = builder.gep(a0, [builder.add(rows[i], koff)])
+                s = builder.load(builder.bitcast(ptr, _I32.as_pointer()), align=1)
+                av = _splat(builder, s, _VI)
+                new.extend(dot4(accs[i * NV_I8 + j], av, bv[j]) for j in range(NV_I8))
+            return new
+
+        acc = _k_loop(builder, k4_v, MR_I8 * NV_I8, _VI, body)
+        c0 = builder.inttoptr(c_i, _I32.as_pointer())
+        for i in range(MR_I8):
+            base = builder.mul(_const(i), ldc_v)
+            for j in range(NV_I8):
+                _vstore(builder, acc[i * NV_I8 + j], c0, builder.add(base, _const(16 * j)))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _dw_tile(pix: int, nv: int) -> Any:
+    """Depthwise tile: ``pix`` consecutive output pixels x ``nv`` channel vectors.
+
+    ``dw_tile(x, xrow, xpix, w, wtap, taps, kw, dh, dw, out, opix, bias, res, lo, hi, flags)``
+    (strides in elements, pointers already at the tile's first pixel and channel)::
+
+        acc[p, c] = sum_{t < taps} x[(t // kw) * dh * xrow + p * xpix + (t % kw) * dw * opix + c]
+                                   * w[t * wtap + c]
+        out[p * opix + c] = epilogue(acc[p, c] + bias[c])     (residual read at res + p * opix)
+
+    The input is padded (every tap exists); ``opix`` is also the channel count C of x."""
+
+    def typer(typingctx, x, xrow, xpix, w, wtap, taps, kw, dh, dw, out, opix, bias, res, lo, hi,
+              flags):  # type: ignore[no-untyped-def]  # fmt: skip
+        ip, f4 = types.intp, types.float32
+        sig = types.void(ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, f4, f4, ip)
+        return sig, codegen
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        (x_i, xrow, xpix, w_i, wtap, taps, kw, dh, dw, o_i, opix, b_i, r_i, lo_v, hi_v,
+         fl) = args  # fmt: skip
+        fp = _F32.as_pointer()
+        x0, w0 = builder.inttoptr(x_i, fp), builder.inttoptr(w_i, fp)
+        fma = _fn(builder, "llvm.fma.v16f32", _VF, [_VF, _VF, _VF])
+
+        def body(t: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
+            i = builder.sdiv(t, kw)
+            j = builder.srem(t, kw)
+            base = builder.add(builder.mul(builder.mul(i, dh), xrow),
+                               builder.mul(builder.mul(j, dw), opix))  # fmt: skip
+            woff = builder.mul(t, wtap)
+            wv = [_vload(builder, w0, builder.add(woff, _const(16 * q)), _VF) for q in range(nv)]
+            new = []
+            for p in range(pix):
+                pb = builder.add(base, builder.mul(_const(p), xpix))
+                for q in range(nv):
+                    xv = _vload(builder, x0, builder.add(pb, _const(16 * q)), _VF)
+                    new.append(builder.call(fma, [xv, wv[q], accs[p * nv + q]]))
+            return new
+
+        acc = _k_loop(builder, taps, pix * nv, _VF, body)
+        b0 = builder.inttoptr(b_i, fp)
+        bv = [_vload(builder, b0, _const(16 * q), _VF) for q in range(nv)]
+        v = [builder.fadd(acc[p * nv + q], bv[q]) for p in range(pix) for q in range(nv)]
+        r0 = builder.inttoptr(r_i, fp)
+
+        def add_res(vals: list[ir.Value]) -> list[ir.Value]:
+            out = []
+            for p in range(pix):
+                pb = builder.mul(_const(p), opix)
+                for q in range(nv):
+                    rv = _vload(builder, r0, builder.add(pb, _const(16 * q)), _VF)
+                    out.append(builder.fadd(vals[p * nv + q], rv))
+            return out
+
+        def has(bit: int) -> ir.Value:
+            return builder.icmp_signed("!=", builder.and_(fl, _const(bit)), _const(0))
+
+        v = _when(builder, has(RES_BEFORE), v, add_res)
+        lo_s, hi_s = _splat(builder, lo_v, _VF), _splat(builder, hi_v, _VF)
+        v = [builder.select(builder.fcmp_ordered("<", e, lo_s), lo_s, e) for e in v]
+        v = [builder.select(builder.fcmp_ordered(">", e, hi_s), hi_s, e) for e in v]
+        v = _when(builder, has(RES_AFTER), v, add_res)
+        o0 = builder.inttoptr(o_i, fp)
+        for p in range(pix):
+            pb = builder.mul(_const(p), opix)
+            for q in range(nv):
+                _vstore(builder, v[p * nv + q], o0, builder.add(pb, _const(16 * q)))
+        return context.get_dummy_value()
+
+    return intrinsic(typer)
+
+
+#: Output pixels per depthwise tile.
+DW_PIX = 6
+dw_tile_6_1, dw_tile_6_2, dw_tile_6_3, dw_tile_6_4 = (_dw_tile(DW_PIX, v) for v in (1, 2, 3, 4))
+dw_tile_1_1, dw_tile_1_2, dw_tile_1_3, dw_tile_1_4 = (_dw_tile(1, v) for v in (1, 2, 3, 4))

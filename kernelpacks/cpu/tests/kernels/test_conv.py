@@ -1,0 +1,65 @@
+"""Float convolutions through every algorithm, against the interpreter, within the bound."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import reduction_bound
+from helpers import both, one_op
+
+from cuvil_ref.ir.builder import GraphBuilder
+from cuvil_ref.ir.dtypes import DType
+from cuvil_ref.ir.types import TensorType
+
+GEOMETRIES = [
+    # (N, C, H, W, O, K, stride, pad, dilation, groups)
+    (1, 3, 11, 11, 5, 3, 2, 1, 1, 1),  # strided im2col, O below one panel
+    (2, 16, 9, 7, 70, 3, 1, 1, 1, 1),  # 3x3 s1: Winograd candidate; O spans two panels
+    (1, 16, 9, 7, 70, 1, 1, 0, 1, 1),  # 1x1: GEMM on the input rows
+    (1, 8, 9, 9, 12, 3, 1, (1, 2, 0, 1), 2, 2),  # grouped, dilated, asymmetric padding
+    (1, 12, 10, 10, 12, 3, 2, 1, 1, 12),  # depthwise, strided (channels not a multiple of 16)
+    (2, 48, 9, 11, 48, 3, 1, 1, 1, 48),  # depthwise on the register tile, row tails
+    (1, 96, 10, 10, 96, 3, 2, (0, 1, 1, 0), 1, 96),  # depthwise tile, strided, 96 = 64 + 32
+    (1, 3, 20, 20, 8, 7, 2, 3, 1, 1),  # a ResNet stem
+]
+
+
+@pytest.mark.parametrize("algorithm", ["auto", "im2col", "direct", "winograd"])
+@pytest.mark.parametrize("geom", GEOMETRIES)
+def test_conv2d_matches_the_interpreter(geom: tuple, algorithm: str,
+                                        rng: np.random.Generator) -> None:  # fmt: skip
+    n, c, h, w, o, k, s, p, d, g = geom
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    wt = rng.standard_normal((o, c // g, k, k)).astype(np.float32)
+    bias = rng.standard_normal(o).astype(np.float32)
+    pad = (p,) * 4 if isinstance(p, int) else p
+    graph, ins = one_op("conv2d", [x], [wt, bias], stride=(s, s), padding=pad,
+                        dilation=(d, d), groups=g)  # fmt: skip
+    got, want = both(graph, ins, conv_algorithm=algorithm)
+    assert got.shape == want.shape
+    assert np.abs(got - want).max() <= reduction_bound(c // g * k * k, want)
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize(
+    "act,order",
+    [("relu", "residual_then_activation"), ("gelu", "activation_then_residual"),
+     ("relu6", "activation_then_residual"), ("hardswish", "residual_then_activation"),
+     ("clamp", "residual_then_activation"), ("silu", "activation_then_residual")],
+)  # fmt: skip
+def test_fused_conv_epilogues(act: str, order: str, layout: str, rng: np.random.Generator) -> None:
+    x = rng.standard_normal((2, 8, 9, 9)).astype(np.float32) * 2
+    if layout == "NHWC":
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    res = rng.standard_normal((2, 9, 9, 20) if layout == "NHWC" else (2, 20, 9, 9))
+    wt = rng.standard_normal((20, 8, 3, 3)).astype(np.float32)
+    bias = rng.standard_normal(20).astype(np.float32)
+    extra = {"activation_min": -1.5, "activation_max": 2.0} if act == "clamp" else {}
+    attrs = dict(stride=(1, 1), padding=(1, 1, 1, 1), dilation=(1, 1), groups=1, activation=act,
+                 has_residual=True, order=order, data_layout=layout, **extra)  # fmt: skip
+    b = GraphBuilder()
+    xv = b.input("x", TensorType(x.shape, DType.f32))
+    rv = b.input("r", TensorType(res.shape, DType.f32))
+    y = b.op("fused_conv2d", [xv, b.constant("w", wt), b.constant("b", bias), rv], attrs)
+    got, want = both(b.build([y]), [x, res.astype(np.float32)])
+    assert np.abs(got - want).max() <= reduction_bound(72, want)

@@ -1,0 +1,46 @@
+"""The vectorizable float32 exp and gelu of the epilogues: accuracy and special values."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from cuvil_kernels_cpu.kernels import mathf
+from scipy.special import erfc
+
+
+@numba.njit(error_model="numpy")
+def _apply(x, out, which):  # type: ignore[no-untyped-def]
+    for i in range(x.size):
+        out[i] = mathf.exp_f32(x[i]) if which == 0 else mathf.gelu_f32(x[i])
+
+
+def _eval(x: np.ndarray, which: int) -> np.ndarray:
+    out = np.empty_like(x)
+    _apply(x, out, which)
+    return out
+
+
+def test_exp_within_two_ulp_and_ieee_specials() -> None:
+    x = np.linspace(-87, 88.5, 400_001).astype(np.float32)
+    got = _eval(x, 0).astype(np.float64)
+    want = np.exp(x.astype(np.float64))
+    ulp = np.abs(got - want) / np.spacing(want.astype(np.float32)).astype(np.float64)
+    assert ulp.max() <= 2.0
+    special = np.array([np.inf, -np.inf, np.nan, 0.0, 89.0, -200.0], np.float32)
+    out = _eval(special, 0)
+    assert out[0] == np.inf and out[1] == 0 and np.isnan(out[2]) and out[3] == 1
+    assert out[4] == np.inf and out[5] == 0
+
+
+def test_gelu_absolute_error_and_specials() -> None:
+    x = np.linspace(-20, 20, 400_001).astype(np.float32)
+    got = _eval(x, 1).astype(np.float64)
+    xd = x.astype(np.float64)
+    want = xd * 0.5 * erfc(-xd / np.sqrt(2))
+    # well inside the reduction bound of any fused layer (>= 2 eps = 2.4e-7 for K = 1)
+    assert np.abs(got - want).max() <= 2e-6 * np.maximum(1, np.abs(want)).max()
+    small = np.abs(want) > 1e-30
+    rel = np.abs(got - want)[small & (x > -5)] / np.abs(want[small & (x > -5)])
+    assert rel.max() < 1e-5
+    out = _eval(np.array([np.inf, -np.inf, np.nan, -0.0], np.float32), 1)
+    assert out[0] == np.inf and np.isnan(out[1]) and np.isnan(out[2]) and out[3] == 0

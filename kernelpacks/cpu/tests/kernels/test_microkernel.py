@@ -1,0 +1,67 @@
+"""The register tiles: float32 tile with its epilogue, exact int8 tile."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from cuvil_kernels_cpu.kernels.isa import MR, MR_I8, NR, NR_I8
+from cuvil_kernels_cpu.kernels.microkernel import RES_AFTER, RES_BEFORE, tile_f32, tile_u8s8
+
+
+@numba.njit
+def _run_f32(a, b, c, bias, res, lo, hi, flags):  # type: ignore[no-untyped-def]
+    k = a.shape[1]
+    tile_f32(a.ctypes.data, k, b.ctypes.data, NR, k, c.ctypes.data, NR, bias.ctypes.data,
+             res.ctypes.data, NR, lo, hi, flags, 0)  # fmt: skip
+
+
+@numba.njit
+def _run_u8(a, b, c):  # type: ignore[no-untyped-def]
+    tile_u8s8(a.ctypes.data, a.shape[1], b.ctypes.data, a.shape[1] // 4, c.ctypes.data, NR_I8)
+
+
+def _f32_case(rng: np.random.Generator, k: int) -> tuple[np.ndarray, ...]:
+    a = rng.standard_normal((MR, k)).astype(np.float32)
+    b = rng.standard_normal((k, NR)).astype(np.float32)
+    bias = rng.standard_normal(NR).astype(np.float32)
+    res = rng.standard_normal((MR, NR)).astype(np.float32)
+    return a, b, bias, res
+
+
+def test_tile_f32_with_each_residual_order(rng: np.random.Generator) -> None:
+    a, b, bias, res = _f32_case(rng, 37)
+    z = a.astype(np.float64) @ b + bias
+    for flags, want in (
+        (0, np.maximum(z, 0)),
+        (RES_BEFORE, np.maximum(z + res, 0)),
+        (RES_AFTER, np.maximum(z, 0) + res),
+    ):
+        c = np.empty((MR, NR), np.float32)
+        _run_f32(a, b, c, bias, res, np.float32(0), np.float32(np.inf), flags)
+        np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+
+
+def test_tile_f32_clamp_keeps_nan_and_k0_gives_bias(rng: np.random.Generator) -> None:
+    a, b, bias, res = _f32_case(rng, 5)
+    a[2, 3] = np.nan
+    c = np.empty((MR, NR), np.float32)
+    _run_f32(a, b, c, bias, res, np.float32(0), np.float32(6), 0)
+    assert np.isnan(c[2]).all() and not np.isnan(np.delete(c, 2, axis=0)).any()
+    assert np.nanmax(c) <= 6 and np.nanmin(c) >= 0
+    empty = np.zeros((MR, 0), np.float32)
+    _run_f32(empty, np.zeros((0, NR), np.float32), c, bias, res, np.float32(-np.inf),
+             np.float32(np.inf), 0)  # fmt: skip
+    np.testing.assert_array_equal(c, np.broadcast_to(bias, c.shape))
+
+
+def test_tile_u8s8_is_exact_at_the_extremes(rng: np.random.Generator) -> None:
+    k4 = 300  # K = 1200: 1200 * 255 * 128 is far beyond float32's exact range
+    a = rng.integers(0, 256, (MR_I8, 4 * k4)).astype(np.uint8)
+    a[0] = 255
+    w = rng.integers(-128, 128, (4 * k4, NR_I8)).astype(np.int8)
+    w[:, 0] = -128
+    packed = np.ascontiguousarray(w.reshape(k4, 4, NR_I8).transpose(0, 2, 1))
+    c = np.empty((MR_I8, NR_I8), np.int32)
+    _run_u8(a, packed, c)
+    np.testing.assert_array_equal(c, a.astype(np.int64) @ w.astype(np.int64))
+    assert c[0, 0] == 255 * -128 * 4 * k4
