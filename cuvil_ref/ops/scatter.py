@@ -19,8 +19,6 @@ from cuvil_ref.ir.types import TensorType, format_shape
 from cuvil_ref.ops.registry import Attr, OpDef, register
 from cuvil_ref.ops.shapes import normalize_axis
 
-REDUCTIONS = ("none", "sum", "prod", "mean", "amax", "amin")
-
 
 def _scatter_infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tuple[TensorType, ...]:
     x, index, src = types
@@ -28,7 +26,7 @@ def _scatter_infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tuple[Te
         raise ShapeError(f"op 'scatter': index must be i32 or i64, got {index.dtype.value}")
     if src.dtype != x.dtype:
         raise ShapeError(f"op 'scatter': src is {src.dtype.value} but x is {x.dtype.value}")
-    if attrs["reduce"] in ("sum", "prod", "mean") and x.dtype == DType.bool:
+    if attrs["reduce"] not in ("none", "amax", "amin") and x.dtype == DType.bool:
         raise ShapeError(f"op 'scatter': reduce='{attrs['reduce']}' is not defined for bool")
     rank = max(x.rank, 1)
     if not (index.rank == src.rank == x.rank or (x.rank == 0 and index.rank <= 1)):
@@ -124,7 +122,8 @@ register(
                 "str",
                 "none",
                 "how values landing on one element combine",
-                choices=REDUCTIONS,
+                # reduce modes (torch's scatter_reduce(reduce=...)), not a group of ops
+                choices=("none", "sum", "prod", "mean", "amax", "amin"),
             ),
             Attr("include_self", "bool", True, "x's own value takes part in the reduction"),
         ),

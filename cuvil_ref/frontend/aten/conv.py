@@ -94,6 +94,51 @@ def convolution(
     return cx.op("squeeze", [y], axes=(0,)) if unbatched else y
 
 
+def conv2d(
+    cx: Converter,
+    x: Value,
+    weight: Value,
+    bias: Value | None = None,
+    stride: Sequence[int] | int = 1,
+    padding: Sequence[int] | int | str = 0,
+    dilation: Sequence[int] | int = 1,
+    groups: int = 1,
+) -> Value:
+    """The high-level ``aten.conv2d`` (kept whole when a graph needs no decomposition): batched
+    or unbatched, with torch's string paddings. ``"same"`` pads ``dilation * (kernel - 1)`` in
+    all, the odd element at the end, as torch does."""
+    if not isinstance(padding, str):
+        return convolution(cx, x, weight, bias, stride, padding, dilation, False, (0, 0), groups)
+    if padding == "valid":
+        return convolution(cx, x, weight, bias, stride, (0, 0), dilation, False, (0, 0), groups)
+    if padding != "same":
+        raise CaptureError(f"conv2d: padding={padding!r} is not one of 'same', 'valid'")
+    kernel = weight.type.shape[2:]
+    if rank(weight) != 4 or not all(isinstance(k, int) for k in kernel):
+        raise CaptureError(
+            f"conv2d with padding='same' needs a static 4-d weight, got {weight.type}"
+        )
+    d = _per_dim("dilation", dilation, 2)
+    total = [di * (int(k) - 1) for di, k in zip(d, kernel)]
+    before = tuple(t // 2 for t in total)
+    after = tuple(t - b for t, b in zip(total, before))
+    if rank(x) not in (3, 4):
+        raise CaptureError(f"conv2d: a 2-d weight needs an input of rank 3 or 4, got {x.type}")
+    unbatched = rank(x) == 3
+    if unbatched:
+        x = cx.op("unsqueeze", [x], axis=0)
+    y = cx.op(
+        "conv2d",
+        [x, weight, bias],
+        stride=_per_dim("stride", stride, 2),
+        padding=before + after,
+        dilation=d,
+        groups=int(groups),
+    )
+    return cx.op("squeeze", [y], axes=(0,)) if unbatched else y
+
+
 TABLE: dict[str, Conv] = {
     "aten::convolution": convolution,
+    "aten::conv2d": conv2d,
 }

@@ -100,6 +100,7 @@ def _batch_norm(
     momentum: float,
     eps: float,
     functional: bool = False,
+    stats: bool = True,
 ) -> tuple[Value | None, ...]:
     if rank(x) < 2:
         raise CaptureError(f"batch_norm needs an input [N, C, ...], got {x.type}")
@@ -107,15 +108,19 @@ def _batch_norm(
         if running_mean is None or running_var is None:
             raise CaptureError("batch_norm outside training needs running_mean and running_var")
         out = fn.batch_norm(cx, x, running_mean, running_var, weight, bias, False, momentum, eps)
-        stats = (_empty_stats(cx, x), _empty_stats(cx, x))
+        if not stats:
+            return (out,)
+        empty = (_empty_stats(cx, x), _empty_stats(cx, x))
         rest = (running_mean, running_var) if functional else ()
-        return (out, *stats, *rest)
+        return (out, *empty, *rest)
     axes = (0, *range(2, rank(x)))
     mean = cx.op("mean", [x], axes=axes)
     var = cx.op("var", [x], axes=axes, correction=0)
     if weight is None and bias is not None:
         weight = cx.constant(np.ones(bias.type.shape, bias.type.dtype.numpy), "ones")
     out = cx.op("batch_norm", [x, mean, var, weight, bias], eps=float(eps))
+    if not stats:
+        return (out,)
     results: list[Value | None] = [
         out,
         mean if cx.wants(1) else None,
@@ -197,7 +202,29 @@ def batch_norm_no_training(
     return _batch_norm(cx, x, weight, bias, running_mean, running_var, False, momentum, eps)
 
 
+def batch_norm(
+    cx: Converter,
+    x: Value,
+    weight: Value | None,
+    bias: Value | None,
+    running_mean: Value | None,
+    running_var: Value | None,
+    training: bool,
+    momentum: float,
+    eps: float,
+    cudnn_enabled: bool = True,
+) -> Value | None:
+    """The high-level ``aten.batch_norm`` (kept whole when a graph needs no decomposition): one
+    output, batch statistics in training mode. The running statistics torch would update in
+    training are not outputs of the captured graph, so they are not computed."""
+    del cudnn_enabled  # a backend choice, not semantics
+    return _batch_norm(
+        cx, x, weight, bias, running_mean, running_var, training, momentum, eps, stats=False
+    )[0]
+
+
 TABLE: dict[str, Conv] = {
+    "aten::batch_norm": batch_norm,
     "aten::native_layer_norm": native_layer_norm,
     "aten::native_group_norm": native_group_norm,
     "aten::_native_batch_norm_legit": batch_norm_legit,
