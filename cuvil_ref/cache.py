@@ -48,11 +48,11 @@ STATS = CacheStats()
 
 def compile_key(module: Module, parts: dict[str, Any]) -> str:
     """SHA-256 of the module (text + weight bytes) and the compile parameters in ``parts``."""
-    from cuvil_ref.ir.printer import print_module
+    from cuvil_ref.ir.printer import print_module, resource_table
 
     h = hashlib.sha256()
     h.update(print_module(module, inline_limit=0).encode())
-    for name, arr in module.graph.constants.items():
+    for name, arr in resource_table(module).items():
         h.update(name.encode())
         h.update(str(arr.dtype).encode())
         h.update(repr(arr.shape).encode())

@@ -66,6 +66,8 @@ def signature(d: OpDef) -> str:
     text = f"{d.name}({', '.join(d.inputs)})"
     if d.attrs:
         text += " {" + ", ".join(_attr_sig(a) for a in d.attrs) + "}"
+    if d.regions:
+        text += " " + " ".join(f"region @{r}" for r in d.regions)
     return text
 
 
@@ -107,6 +109,8 @@ def _value(v: object) -> str:
 
 
 def _outputs(d: OpDef) -> str:
+    if d.regions:
+        return "the results of its regions (see docs/ir.md, Control flow)"
     if d.num_outputs < 0:
         return "a variable number of outputs (decided by inference)"
     return "1 output" if d.num_outputs == 1 else f"{d.num_outputs} outputs"

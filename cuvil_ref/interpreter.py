@@ -2,12 +2,14 @@
 
 It walks the nodes in order, calls each op's numpy ``reference`` from the registry, and frees a
 value after its last use. Symbolic dims are bound from the input arrays' shapes, and attributes
-that mention a symbol (e.g. a reshape to ``("batch", 512)``) receive its value.
+that mention a symbol (e.g. a reshape to ``("batch", 512)``) receive its value. A control-flow op
+(``if``, ``while``) runs its regions through the same walk (:func:`run_graph`), each region with
+its own values and the enclosing graph's symbol bindings.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,7 +28,11 @@ def interpret(program: Module | Graph, inputs: Sequence[Any]) -> list[np.ndarray
             f"the graph takes {len(graph.inputs)} inputs "
             f"({', '.join(f'{v}: {v.type}' for v in graph.inputs)}), got {len(inputs)}"
         )
-    bindings: dict[str, int] = {}
+    return run_graph(graph, inputs, {})
+
+
+def run_graph(graph: Graph, inputs: Sequence[Any], bindings: dict[str, int]) -> list[np.ndarray]:
+    """Interpret ``graph`` with ``bindings`` (symbol -> size), which its inputs extend."""
     env: dict[str, Any] = dict(graph.constants)
     for value, array in zip(graph.inputs, inputs, strict=True):
         env[value.name] = check_input(value.name, value.type, array, bindings)
@@ -41,12 +47,29 @@ def interpret(program: Module | Graph, inputs: Sequence[Any]) -> list[np.ndarray
     return [np.asarray(env[v.name]) for v in graph.outputs]
 
 
-def run_node(node: Node, args: Sequence[Any], bindings: Mapping[str, int]) -> tuple[Any, ...]:
-    """Evaluate one node; any failure is re-raised as 'while executing <node>'."""
+RegionRunner = Callable[[Graph, Sequence[np.ndarray]], Sequence[np.ndarray]]
+
+
+def run_node(
+    node: Node,
+    args: Sequence[Any],
+    bindings: Mapping[str, int],
+    run_region: RegionRunner | None = None,
+) -> tuple[Any, ...]:
+    """Evaluate one node; any failure is re-raised as 'while executing <node>'.
+
+    A control-flow node runs its regions with ``run_region(region, arrays)`` (default: this
+    interpreter, sharing ``bindings``)."""
     opdef = get_op(node.op)
     attrs = bind_attrs(node.attrs, bindings) if bindings else node.attrs
+    if node.regions and run_region is None:
+        shared = bindings if isinstance(bindings, dict) else dict(bindings)
+
+        def run_region(region: Graph, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+            return run_graph(region, arrays, shared)
+
     try:
-        results = opdef.evaluate(args, attrs)
+        results = opdef.evaluate(args, attrs, node.regions, run_region)
     except CuvilError as exc:
         raise type(exc)(f"while executing {node.describe()}: {exc}") from exc
     except Exception as exc:

@@ -7,6 +7,8 @@ Members of the container (see ``container``):
   signature signs.
 * ``module.cuvil`` — the textual IR, every constant printed by reference.
 * ``weights.json`` — index of the weights: name, dtype, shape, byte offset into ``weights.bin``.
+  The names are the resource keys of the text (``printer.resource_table``): the constants of the
+  graph and of every region, each distinct array once.
 * ``weights.bin`` — the raw little-endian arrays, 64-byte aligned; loaded as read-only views of
   the file's bytes, which are read into memory once (see ``container``: a file changed on disk
   after loading cannot change or crash a loaded model).
@@ -51,12 +53,12 @@ MAX_RANK = 64
 def module_members(module: Module, extra_meta: Mapping[str, Any] | None = None) -> dict[str, bytes]:
     """The members of the artifact for ``module`` (without a signature)."""
     from cuvil_ref import __version__
-    from cuvil_ref.ir.printer import print_module
+    from cuvil_ref.ir.printer import print_module, resource_table
 
     text = print_module(module, inline_limit=0).encode("utf-8")
     index = []
     blob = bytearray()
-    for name, arr in module.graph.constants.items():
+    for name, arr in resource_table(module).items():
         a = np.asarray(arr, order="C")  # (np.ascontiguousarray makes 0-d arrays 1-d)
         le = a.astype(a.dtype.newbyteorder("<"), copy=False) if a.dtype.byteorder == ">" else a
         blob += b"\0" * ((-len(blob)) % ALIGN)

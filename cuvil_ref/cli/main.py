@@ -19,6 +19,7 @@ from cuvil_ref.cli import (
     compile_cmd,
     inspect_cmd,
     pack_cmd,
+    rollout_cmd,
     run_cmd,
     serve_cmd,
     sign_cmd,
@@ -77,6 +78,7 @@ cli.add_command(sign_cmd.verify_command)
 cli.add_command(pack_cmd.pack)
 cli.add_command(serve_cmd.serve_command)
 cli.add_command(serve_cmd.add_model_command)
+cli.add_command(rollout_cmd.rollout)
 
 
 def main() -> None:

@@ -59,6 +59,19 @@ def _require_extra() -> None:
     show_default=True,
     help="BLAS threads in the server process (0: as configured); add instances to use cores.",
 )
+@click.option(
+    "--trusted-key",
+    "trusted_keys",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Ed25519 public key (PEM); repeatable. With keys, every version must be signed by one.",
+)
+@click.option(
+    "--poll-interval",
+    default=2.0,
+    show_default=True,
+    help="Seconds between repository polls for new versions (hot reload); 0 turns it off.",
+)
 @click.option("--otlp-endpoint", default=None, help="Export OpenTelemetry spans over OTLP/gRPC.")
 @click.option(
     "--access-log",
@@ -76,6 +89,8 @@ def serve_command(
     exit_on_error: bool,
     request_body_timeout: float,
     blas_threads: int,
+    trusted_keys: tuple[str, ...],
+    poll_interval: float,
     otlp_endpoint: str | None,
     access_log: str,
 ) -> None:
@@ -94,6 +109,8 @@ def serve_command(
             exit_on_error=exit_on_error,
             body_timeout=request_body_timeout,
             blas_threads=blas_threads,
+            trusted_keys=trusted_keys,
+            poll_interval=poll_interval,
             otlp_endpoint=otlp_endpoint,
             access_log=access_log or None,
         ),
@@ -108,6 +125,14 @@ def serve_command(
 @click.option("--max-batch-size", type=int, default=None, help="Enable batching up to N rows.")
 @click.option("--instance-count", type=int, default=None, help="Execution contexts.")
 @click.option("--config", "config_json", default=None, help="Config as a JSON object string.")
+@click.option(
+    "--golden-input",
+    "golden_inputs",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="A .npy input (one per model input, in order): records golden.json, the expected "
+    "output computed by the reference interpreter.",
+)
 def add_model_command(
     repo: str,
     name: str,
@@ -116,6 +141,7 @@ def add_model_command(
     max_batch_size: int | None,
     instance_count: int | None,
     config_json: str | None,
+    golden_inputs: tuple[str, ...],
 ) -> None:
     """Copy the verified ARTIFACT (.cuvilir) into REPO as model NAME (next version)."""
     from cuvil_ref.serve.repository import add_model
@@ -132,5 +158,10 @@ def add_model_command(
         fields["max_batch_size"] = max_batch_size
     if instance_count is not None:
         fields["instance_count"] = instance_count
-    path = add_model(repo, name, artifact, version=version, config=fields or None)
-    click.echo(f"added {path}")
+    golden = None
+    if golden_inputs:
+        from cuvil_ref.cli.arrays import read_arrays
+
+        golden = tuple(a for p in golden_inputs for a in read_arrays(p))
+    path = add_model(repo, name, artifact, version=version, config=fields or None, golden=golden)
+    click.echo(f"added {path}" + (" (with golden.json)" if golden else ""))

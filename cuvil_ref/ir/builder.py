@@ -2,12 +2,23 @@
 
 ``b.op("relu", [x])`` looks the op up in the registry, normalizes its attributes, infers its output
 types and appends the node, so every graph built this way is well typed by construction.
+
+Regions (the graphs an ``if`` or ``while`` runs) are built with a child builder::
+
+    then = b.region([x.type])                    # a builder whose inputs have these types
+    then_out = then.op("relu", [then.inputs[0]])
+    other = b.build_region(lambda r, v: [r.op("neg", [v])], [x.type])
+    (y,) = b.cond(pred, then.build([then_out]), other, [x])
+
+A child builder has its own inputs, constants and nodes (a region is closed: it reads the
+enclosing graph's values only through the op's operands) but draws names from its parent's pool,
+so the printed module never shows one name for two values.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,7 +45,7 @@ class GraphBuilder:
         self._inputs: list[Value] = []
         self._nodes: list[Node] = []
         self._constants: dict[str, np.ndarray] = {}
-        self._names: set[str] = set()
+        self._names: set[str] = set()  # shared with child (region) builders
         self._counter = 0
 
     def fresh(self, hint: str = "v") -> str:
@@ -54,6 +65,11 @@ class GraphBuilder:
         if name in self._names:
             raise IRError(f"value name %{name} is defined twice")
         self._names.add(name)
+
+    @property
+    def inputs(self) -> tuple[Value, ...]:
+        """The inputs added so far (a region builder's inputs are its parameters)."""
+        return tuple(self._inputs)
 
     def input(self, name: str, type: TensorType) -> Value:
         v = Value(self.fresh(name), type)
@@ -104,14 +120,16 @@ class GraphBuilder:
         name: str | None = None,
         provenance: Provenance | None = None,
         output_types: Sequence[TensorType] | None = None,
+        regions: Sequence[Graph] = (),
     ) -> tuple[Value, ...]:
         """Append a node (any number of outputs). ``output_types`` overrides inference only to
-        attach layout/quant tags; the shapes and dtypes must equal the inferred ones."""
+        attach layout/quant tags; the shapes and dtypes must equal the inferred ones.
+        ``regions``: the graphs of a control-flow op (see :meth:`cond`, :meth:`while_loop`)."""
         from cuvil_ref.ops import get_op
 
         opdef = get_op(op)
         norm = opdef.normalize_attrs(attrs)
-        types = opdef.infer_types([v.type for v in inputs], norm)
+        types = opdef.infer_types([v.type for v in inputs], norm, regions)
         if output_types is not None:
             for t, u in zip(types, output_types, strict=True):
                 if (t.shape, t.dtype) != (u.shape, u.dtype):
@@ -122,8 +140,72 @@ class GraphBuilder:
             Value(self.fresh(hint if len(types) == 1 else f"{hint}_{i}"), t)
             for i, t in enumerate(types)
         )
-        self._nodes.append(Node(op, tuple(inputs), outs, norm, provenance))
+        self._nodes.append(Node(op, tuple(inputs), outs, norm, provenance, tuple(regions)))
         return outs
+
+    # --- regions ---------------------------------------------------------------------------------
+
+    def region(
+        self, types: Sequence[TensorType], names: Sequence[str] | None = None
+    ) -> GraphBuilder:
+        """A builder for a region whose inputs have ``types`` (named after ``names``, default
+        ``arg``); ``build(outputs)`` on it gives the region's Graph."""
+        if names is not None and len(names) != len(types):
+            raise IRError(f"region: {len(names)} names for {len(types)} input types")
+        child = GraphBuilder()
+        child._names = self._names
+        for i, t in enumerate(types):
+            child.input(names[i] if names is not None else "arg", t)
+        return child
+
+    def build_region(
+        self,
+        fn: Callable[..., Sequence[Value] | Value],
+        types: Sequence[TensorType],
+        names: Sequence[str] | None = None,
+    ) -> Graph:
+        """The region ``fn(builder, *inputs)`` builds: it returns the region's output values."""
+        child = self.region(types, names)
+        outs = fn(child, *child.inputs)
+        return child.build([outs] if isinstance(outs, Value) else list(outs))
+
+    def cond(
+        self,
+        pred: Value,
+        then: Graph,
+        otherwise: Graph,
+        operands: Sequence[Value] = (),
+        *,
+        name: str | None = None,
+        provenance: Provenance | None = None,
+    ) -> tuple[Value, ...]:
+        """``if(pred, *operands)``: ``then(*operands)`` when the bool scalar ``pred`` is true,
+        else ``otherwise(*operands)``; both regions take the operands' types and return the
+        same types."""
+        return self.op_multi(
+            "if", [pred, *operands], name=name, provenance=provenance, regions=(then, otherwise)
+        )
+
+    def while_loop(
+        self,
+        cond: Graph,
+        body: Graph,
+        carried: Sequence[Value],
+        invariants: Sequence[Value] = (),
+        *,
+        name: str | None = None,
+        provenance: Provenance | None = None,
+    ) -> tuple[Value, ...]:
+        """``while``: ``carried = body(*carried, *invariants)`` as long as
+        ``cond(*carried, *invariants)`` is true; returns the final carried values."""
+        return self.op_multi(
+            "while",
+            [*carried, *invariants],
+            {"num_carried": len(carried)},
+            name=name,
+            provenance=provenance,
+            regions=(cond, body),
+        )
 
     def add_node(self, node: Node) -> Node:
         """Append an already-typed node (its output names must be fresh)."""

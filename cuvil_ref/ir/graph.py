@@ -4,17 +4,23 @@ Grammar (the textual form in ``cuvil_ref.ir.printer`` follows it)::
 
     Module   ::= name, metadata, Graph
     Graph    ::= inputs: Value*, constants: {name: ndarray}, nodes: Node*, outputs: Value*
-    Node     ::= op, inputs: Value*, attrs: {name: attr}, outputs: Value*, provenance
+    Node     ::= op, inputs: Value*, attrs: {name: attr}, outputs: Value*, provenance,
+                 regions: Graph*
     Value    ::= name, TensorType
 
 Values are in SSA form: each name is defined once, by a graph input, a constant or one node
 output, and nodes are in topological order. Passes never mutate a graph; they build a new one
 (``Graph.replace`` or :class:`cuvil_ref.ir.builder.GraphBuilder`).
+
+A control-flow node (``if``, ``while``: ``cuvil_ref.ops.control_flow``) holds **regions**. A region
+is a Graph of its own and a scope of its own: its nodes read only its inputs, its constants and
+its own earlier results; values of the enclosing graph reach it only as the node's operands
+(bound to the region's inputs). So whatever works on a graph works on a region.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -58,17 +64,20 @@ class Provenance:
 
 @dataclass(frozen=True)
 class Node:
-    """One op application. ``attrs`` is a FrozenDict of ints, floats, bools, strs and tuples."""
+    """One op application. ``attrs`` is a FrozenDict of ints, floats, bools, strs and tuples;
+    ``regions`` are the graphs a control-flow op runs (empty for every other op)."""
 
     op: str
     inputs: tuple[Value, ...]
     outputs: tuple[Value, ...]
     attrs: FrozenDict = field(default_factory=FrozenDict)
     provenance: Provenance | None = None
+    regions: tuple[Graph, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", tuple(self.inputs))
         object.__setattr__(self, "outputs", tuple(self.outputs))
+        object.__setattr__(self, "regions", tuple(self.regions))
         if not isinstance(self.attrs, FrozenDict):
             object.__setattr__(self, "attrs", FrozenDict(self.attrs))
 
@@ -90,6 +99,13 @@ class Node:
 
     def with_attrs(self, **changes: Any) -> Node:
         return replace(self, attrs=self.attrs.replace(**changes))
+
+    def with_inputs(self, inputs: Sequence[Value]) -> Node:
+        """This node reading ``inputs`` instead (attrs, outputs, provenance, regions kept)."""
+        return replace(self, inputs=tuple(inputs))
+
+    def with_regions(self, regions: Sequence[Graph]) -> Node:
+        return replace(self, regions=tuple(regions))
 
 
 def _freeze_array(array: np.ndarray) -> np.ndarray:
@@ -153,10 +169,23 @@ class Graph:
         )
 
     def op_histogram(self) -> dict[str, int]:
+        """Op name -> count, regions included (a node inside a region counts once, however often
+        the region runs)."""
         hist: dict[str, int] = {}
-        for n in self.nodes:
+        for n in self.walk():
             hist[n.op] = hist.get(n.op, 0) + 1
         return dict(sorted(hist.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def walk(self) -> Iterator[Node]:
+        """Every node, each region's nodes right after the node holding the region."""
+        for n in self.nodes:
+            yield n
+            for region in n.regions:
+                yield from region.walk()
+
+    @property
+    def has_regions(self) -> bool:
+        return any(n.regions for n in self.nodes)
 
 
 class _ConstantTable(FrozenDict):

@@ -1,12 +1,16 @@
 """Reads the textual IR written by :mod:`cuvil_ref.ir.printer` back into a :class:`Module`.
 
-A hand-written lexer and recursive-descent parser; the grammar (EBNF) is in ``docs/ir.md``. Every
+A hand-written lexer and recursive-descent parser; the grammar (EBNF) is in ``docs/ir.md``. A
+control-flow node's regions open a scope each: a name defined in a region is visible only there,
+and a region that names a value of an enclosing graph is refused (regions read outer values only
+through their op's operands). Every
 error is a :class:`ParseError` saying ``<source>:line:column``, what was expected and what was
 found, with the offending line and a caret. Constants printed as ``dense_resource<name>`` are taken
 from ``constants={name: array}`` and checked against the sha256 recorded in the text. The parsed
 module is then verified; a verifier error is reported with the line of the failing node.
 
-Hostile text is refused, not obeyed: values nest at most :data:`MAX_NESTING` levels, a number is
+Hostile text is refused, not obeyed: values and regions nest at most :data:`MAX_NESTING` levels,
+a number is
 at most :data:`MAX_NUMBER_CHARS` characters, zero points and axes fit in 64 bits, and error
 messages quote at most a window of the offending line, so every malformed input ends in a bounded
 ``ParseError``. The printer refuses to write what the parser would refuse.
@@ -29,6 +33,7 @@ from cuvil_ref.ir.graph import Graph, Module, Node, Provenance, Value, constant_
 from cuvil_ref.ir.printer import (
     MAX_NESTING,
     MAX_NUMBER_CHARS,
+    MAX_REGION_DEPTH,
     array_sha256,
     decode_elements,
     float_from_bits,
@@ -133,8 +138,9 @@ class _Parser:
         self.comments: dict[int, str] = {}
         self.tokens = self._lex()
         self.pos = 0
-        self.defined: dict[str, tuple[Value, int]] = {}
-        self.node_lines: list[int] = []
+        self.defined: dict[str, tuple[Value, int]] = {}  # the innermost scope
+        self.outer: list[dict[str, tuple[Value, int]]] = []  # enclosing scopes, outermost first
+        self.node_lines: list[tuple[Node, int]] = []
         self.depth = 0
 
     # errors and positions
@@ -233,16 +239,29 @@ class _Parser:
         return Module(graph, name, metadata)
 
     def graph_body(self, end: str) -> Graph:
-        constants: dict[str, np.ndarray] = {}
-        while self.at("ident", "const"):
-            name, array = self.constant()
-            constants[name] = array
+        constants = self.constants()
         self.expect("ident", "func", "'const' or 'func'")
         fname = self.expect("symbol", what="@main")
         if fname.text != "main":
             raise self.error(
                 fname, f"expected @main (a module holds one function), got @{fname.text}"
             )
+        inputs, result_types = self.signature()
+        self.punct("{")
+        nodes, outputs = self.block(result_types)
+        if end == "eof":
+            self.expect("eof", what="end of input after the function")
+        return Graph(tuple(inputs), tuple(nodes), tuple(outputs), constants)
+
+    def constants(self) -> dict[str, np.ndarray]:
+        constants: dict[str, np.ndarray] = {}
+        while self.at("ident", "const"):
+            name, array = self.constant()
+            constants[name] = array
+        return constants
+
+    def signature(self) -> tuple[list[Value], list[TensorType]]:
+        """``(%x : type, ...) -> (type, ...)``: the parameters (defined here) and result types."""
         self.punct("(")
         inputs: list[Value] = []
         while not self.at("punct", ")"):
@@ -253,8 +272,11 @@ class _Parser:
             inputs.append(self.define(tok, self.type()))
         self.punct(")")
         self.expect("arrow", what="'->'")
-        result_types = self.paren_list(self.type)
-        self.punct("{")
+        return inputs, self.paren_list(self.type)
+
+    def block(self, result_types: list[TensorType]) -> tuple[list[Node], list[Value]]:
+        """Nodes up to ``return ...`` and the closing brace; the returned values must have the
+        signature's result types."""
         nodes: list[Node] = []
         while not self.at("ident", "return"):
             nodes.append(self.node())
@@ -274,9 +296,24 @@ class _Parser:
                     ret, f"returned %{v.name} has type {v.type} but the signature declares {t}"
                 )
         self.punct("}")
-        if end == "eof":
-            self.expect("eof", what="end of input after the function")
-        return Graph(tuple(inputs), tuple(nodes), tuple(outputs), constants)
+        return nodes, outputs
+
+    def region(self) -> tuple[Token, Graph]:
+        """``region @name(params) -> (types) { const... node... return ... }`` in a new scope."""
+        start = self.expect("ident", "region")
+        if len(self.outer) >= MAX_REGION_DEPTH:
+            raise self.error(start, f"regions nest more than {MAX_REGION_DEPTH} levels deep")
+        name = self.expect("symbol", what="the region's name (@then, @body...)")
+        self.outer.append(self.defined)
+        self.defined = {}
+        try:
+            inputs, result_types = self.signature()
+            self.punct("{")
+            constants = self.constants()
+            nodes, outputs = self.block(result_types)
+        finally:
+            self.defined = self.outer.pop()
+        return name, Graph(tuple(inputs), tuple(nodes), tuple(outputs), constants)
 
     def define(self, tok: Token, t: TensorType) -> Value:
         if tok.text in self.defined:
@@ -288,6 +325,12 @@ class _Parser:
 
     def use(self, tok: Token) -> Value:
         if tok.text not in self.defined:
+            if any(tok.text in scope for scope in self.outer):
+                raise self.error(
+                    tok,
+                    f"%{tok.text} is defined outside this region; a region reads outer values "
+                    "only through its op's operands (pass it as an operand)",
+                )
             raise self.error(
                 tok,
                 f"%{tok.text} is used before it is defined "
@@ -330,9 +373,31 @@ class _Parser:
         inputs = self.paren_list(lambda: self.use(self.expect("value", what="an operand %name")))
         attrs = self.attr_dict() if self.at("punct", "{") else FrozenDict()
         prov = self.loc() if self.at("ident", "loc") else None
+        regions = self.regions(op_tok)
         outputs = tuple(self.define(tok, t) for tok, t in zip(outs, types, strict=True))
-        self.node_lines.append(start.line)
-        return Node(op_tok.text, tuple(inputs), outputs, attrs, prov)
+        node = Node(op_tok.text, tuple(inputs), outputs, attrs, prov, regions)
+        self.node_lines.append((node, start.line))
+        return node
+
+    def regions(self, op_tok: Token) -> tuple[Graph, ...]:
+        """The regions after a node, named as its op declares them."""
+        from cuvil_ref.ops import get_op
+
+        found: list[tuple[Token, Graph]] = []
+        while self.at("ident", "region") and self.peek(1).kind == "symbol":
+            found.append(self.region())
+        expected = get_op(op_tok.text).regions
+        names = tuple(tok.text for tok, _ in found)
+        if names != expected:
+            want = " ".join(f"region @{n}" for n in expected) or "no regions"
+            got = " ".join(f"region @{n}" for n in names) or "none"
+            where = found[len(expected)][0] if len(found) > len(expected) else op_tok
+            for (tok, _), want_name in zip(found, expected):
+                if tok.text != want_name:
+                    where = tok
+                    break
+            raise self.error(where, f"op '{op_tok.text}' takes {want} (in this order), got {got}")
+        return tuple(g for _, g in found)
 
     def check_op(self, tok: Token) -> None:
         from cuvil_ref.ops import get_op
@@ -637,7 +702,7 @@ class _Parser:
             verify(graph)
         except VerificationError as exc:
             message = str(exc)
-            for node, line in zip(graph.nodes, self.node_lines, strict=True):
+            for node, line in self.node_lines:
                 if message.startswith(node.describe()):
                     raise VerificationError(f"{self.source}:{line}: {message}") from exc
             raise VerificationError(f"{self.source}: {message}") from exc

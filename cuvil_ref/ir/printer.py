@@ -13,9 +13,22 @@ provenance and metadata). The grammar is in ``docs/ir.md``; an example::
       }
     }
 
+A control-flow node is followed by its regions, each written like a function (its own parameters,
+constants, nodes and return) and named after the op's region names::
+
+    %y : f32[2] = if(%p, %x)
+      region @then(%a : f32[2]) -> (f32[2]) {
+        %r : f32[2] = relu(%a)
+        return %r
+      }
+      region @else(%b : f32[2]) -> (f32[2]) {
+        return %b
+      }
+
 Constants with at most ``inline_limit`` elements are written inline (shortest exact decimal per
 element, or the raw bytes in hex when decimals cannot be exact, e.g. NaN payloads). Larger ones are
-written by reference with the sha256 of their bytes; the parser takes them as ``constants=``.
+written by reference with the sha256 of their bytes; the parser takes them as ``constants=``
+(keyed as :func:`resource_table` keys them).
 """
 
 from __future__ import annotations
@@ -38,6 +51,8 @@ from cuvil_ref.ir.types import QuantParams, TensorType
 INLINE_LIMIT = 16
 #: Deepest nesting of tuples and dicts in attribute values (the parser refuses deeper text).
 MAX_NESTING = 32
+#: Deepest nesting of regions (an ``if`` in a ``while`` body is depth 2).
+MAX_REGION_DEPTH = 32
 #: Longest number literal the parser reads; integers are printed with at most this many digits.
 MAX_NUMBER_CHARS = 64
 
@@ -52,29 +67,121 @@ def print_module(module: Module, *, inline_limit: int = INLINE_LIMIT) -> str:
     head = f"module @{format_name(module.name)}"
     if module.metadata:
         head += f" attributes {format_attr_dict(module.metadata)}"
-    body = _graph_lines(module.graph, inline_limit)
+    body = _Printer(module.graph, inline_limit).graph_lines(module.graph)
     return "\n".join([head + " {", *(_INDENT + line for line in body), "}"]) + "\n"
 
 
 def print_graph(graph: Graph, *, inline_limit: int = INLINE_LIMIT) -> str:
     """The constants and ``func @main`` of ``graph``, without the module wrapper."""
-    return "\n".join(_graph_lines(graph, inline_limit)) + "\n"
+    return "\n".join(_Printer(graph, inline_limit).graph_lines(graph)) + "\n"
 
 
-def _graph_lines(graph: Graph, inline_limit: int) -> list[str]:
-    lines = [format_constant(name, graph.constants[name], inline_limit) for name in graph.constants]
+def resource_table(graph: Graph | Module) -> dict[str, np.ndarray]:
+    """Resource key -> array of every constant of ``graph`` and its regions, as the printer
+    writes them by reference (``dense_resource<key>``). A key is the constant's name; a region
+    constant whose name is taken by different bytes elsewhere gets ``name#2``, ``name#3``...
+    (artifacts store exactly this table)."""
+    g = graph.graph if isinstance(graph, Module) else graph
+    return dict(_resource_keys(g)[1])
+
+
+def _resource_keys(graph: Graph) -> tuple[dict[tuple[int, str], str], dict[str, np.ndarray]]:
+    """((id of a graph, constant name) -> key, key -> array), in printing order."""
+    keys: dict[tuple[int, str], str] = {}
+    table: dict[str, np.ndarray] = {}
+
+    def visit(g: Graph) -> None:
+        for name, array in g.constants.items():
+            if (id(g), name) in keys:
+                continue
+            key, k = name, 1
+            while key in table and not _same_bytes(table[key], array):
+                k += 1
+                key = f"{name}#{k}"
+            table.setdefault(key, array)
+            keys[(id(g), name)] = key
+        for node in g.nodes:
+            for region in node.regions:
+                visit(region)
+
+    visit(graph)
+    return keys, table
+
+
+def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
+    if a is b:
+        return True
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+class _Printer:
+    """Prints a graph with its regions; knows every constant's resource key."""
+
+    def __init__(self, root: Graph, inline_limit: int) -> None:
+        self.inline_limit = inline_limit
+        self.keys = _resource_keys(root)[0]
+        self.depth = 0
+
+    def constant_lines(self, graph: Graph) -> list[str]:
+        return [
+            format_constant(name, array, self.inline_limit, self.keys[(id(graph), name)])
+            for name, array in graph.constants.items()
+        ]
+
+    def graph_lines(self, graph: Graph) -> list[str]:
+        lines = self.constant_lines(graph)
+        lines.append(f"func @main{_signature(graph)} {{")
+        lines.extend(_INDENT + line for line in self.body_lines(graph))
+        lines.append("}")
+        return lines
+
+    def body_lines(self, graph: Graph) -> list[str]:
+        """The nodes (each with its regions) and the return."""
+        lines: list[str] = []
+        for node in graph.nodes:
+            lines.extend(self.node_lines(node))
+        ret = ", ".join(format_value(v) for v in graph.outputs)
+        lines.append("return " + ret if ret else "return")
+        return lines
+
+    def node_lines(self, node: Node) -> list[str]:
+        """``format_node`` and, for a control-flow op, its regions indented below it."""
+        lines = [format_node(node)]
+        if not node.regions:
+            return lines
+        from cuvil_ref.ops import get_op
+
+        names = get_op(node.op).regions
+        if len(names) != len(node.regions):
+            raise IRError(
+                f"{node.describe()} holds {len(node.regions)} regions but op '{node.op}' has "
+                f"{len(names)}; it has no textual form"
+            )
+        if self.depth >= MAX_REGION_DEPTH:
+            raise IRError(
+                f"{node.describe()}: regions nest more than {MAX_REGION_DEPTH} levels deep; "
+                "the text form (and the parser) stop there"
+            )
+        self.depth += 1
+        for name, region in zip(names, node.regions, strict=True):
+            lines.append(f"{_INDENT}region @{format_name(name)}{_signature(region)} {{")
+            inner = [*self.constant_lines(region), *self.body_lines(region)]
+            lines.extend(2 * _INDENT + line for line in inner)
+            lines.append(_INDENT + "}")
+        self.depth -= 1
+        return lines
+
+
+def _signature(graph: Graph) -> str:
+    """``(%x : f32[2], ...) -> (f32[2], ...)``."""
     params = ", ".join(f"{format_value(v)} : {format_type(v.type)}" for v in graph.inputs)
     results = ", ".join(format_type(v.type) for v in graph.outputs)
-    lines.append(f"func @main({params}) -> ({results}) {{")
-    lines.extend(_INDENT + format_node(n) for n in graph.nodes)
-    ret = ", ".join(format_value(v) for v in graph.outputs)
-    lines.append(_INDENT + ("return " + ret if ret else "return"))
-    lines.append("}")
-    return lines
+    return f"({params}) -> ({results})"
 
 
 def format_node(node: Node) -> str:
-    """``%y : f32[2] = op(%x) {attrs} loc(...)`` (attrs and loc only when present)."""
+    """``%y : f32[2] = op(%x) {attrs} loc(...)`` (attrs and loc only when present; a
+    control-flow op's regions follow on the next lines)."""
     call = f"{format_name(node.op, kind='op')}({', '.join(format_value(v) for v in node.inputs)})"
     if node.attrs:
         call += " " + format_attr_dict(node.attrs)
@@ -209,13 +316,17 @@ def format_string(s: str) -> str:
 # --- constants ----------------------------------------------------------------------------------
 
 
-def format_constant(name: str, array: np.ndarray, inline_limit: int = INLINE_LIMIT) -> str:
-    """``const %name : type = dense<...>`` or ``= dense_resource<name>  // sha256:<hex>``."""
+def format_constant(
+    name: str, array: np.ndarray, inline_limit: int = INLINE_LIMIT, key: str | None = None
+) -> str:
+    """``const %name : type = dense<...>`` or ``= dense_resource<key>  // sha256:<hex>`` (the
+    key defaults to the name)."""
     arr = np.asarray(array)
     head = f"const %{format_name(name)} : {format_type(_array_type(name, arr))} = "
     if arr.size <= inline_limit:
         return head + f"dense<{format_dense(arr)}>"
-    return head + f"dense_resource<{format_key(name)}>  // sha256:{array_sha256(arr)}"
+    ref = format_key(name if key is None else key)
+    return head + f"dense_resource<{ref}>  // sha256:{array_sha256(arr)}"
 
 
 def array_sha256(array: np.ndarray) -> str:

@@ -10,6 +10,7 @@ from cuvil_ref.ops import (  # noqa: F401  (imported to register their ops)
     advanced_indexing,
     bags,
     comparison,
+    control_flow,
     conv,
     conv_nd,
     elementwise,

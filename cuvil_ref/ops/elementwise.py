@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from cuvil_ref.errors import ShapeError
-from cuvil_ref.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES, DType, promote
+from cuvil_ref.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES, STORAGE_DTYPES, DType, promote
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import TensorType
 from cuvil_ref.ops.registry import Attr, OpDef, register
@@ -154,9 +154,12 @@ def _cast_infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tuple[Tenso
 
 def _cast(x: np.ndarray, *, dtype: str) -> np.ndarray:
     """Float -> int truncates toward zero (as torch); NaN/Inf -> int is undefined in torch, here
-    NaN -> 0 and +-Inf saturate; float -> bool is x != 0."""
+    NaN -> 0 and +-Inf saturate; float -> bool is x != 0. To and from a storage type (float8,
+    float4, int4/int2) it is ml_dtypes' conversion: round to nearest even, out-of-range floats
+    become inf or NaN where the format has them (saturate first for ONNX's saturate=1), integers
+    wrap to the narrow width."""
     target = DType(dtype).numpy
-    is_float = np.issubdtype(x.dtype, np.floating) or x.dtype == DType.bf16.numpy
+    is_float = np.issubdtype(x.dtype, np.floating) or DType.from_numpy(x.dtype).is_float
     if is_float and np.issubdtype(target, np.integer):
         info = np.iinfo(target)
         xf = np.nan_to_num(x.astype(np.float64), nan=0.0, posinf=info.max, neginf=info.min)
@@ -174,7 +177,9 @@ register(
         attrs=(Attr("dtype", "dtype", doc="target dtype"),),
         infer=_cast_infer,
         reference=_cast,
-        doc="y = x converted to `dtype` (float->int truncates toward zero, saturating; NaN -> 0)",
+        doc="y = x converted to `dtype` (float->int truncates toward zero, saturating; NaN -> 0; "
+        "to a storage type such as f8e4m3fn or i4: round to nearest even, integers wrap)",
         category="elementwise",
+        dtypes=ALL_DTYPES | STORAGE_DTYPES,
     )
 )

@@ -69,6 +69,9 @@ ADAPTIVE_POOLS: frozenset[str] = frozenset({"adaptive_avg_pool2d", "adaptive_max
 #: pass may choose.
 NHWC_POOLS: frozenset[str] = POOLS | frozenset({"adaptive_avg_pool2d"})
 
+#: Control flow: ops that hold regions (``Node.regions``) and run them (``ops/control_flow.py``).
+CONTROL_FLOW: frozenset[str] = frozenset({"if", "while"})
+
 #: Reductions over ``axes`` and the index-of-extreme reductions over one ``axis``.
 REDUCTIONS: frozenset[str] = frozenset({"sum", "mean", "amax", "amin", "prod"})
 ARG_REDUCTIONS: frozenset[str] = frozenset({"argmax", "argmin"})

@@ -115,7 +115,8 @@ def _coerce(kind: str, value: Any) -> Any:
     return _BAD
 
 
-InferFn = Callable[[tuple[TensorType, ...], FrozenDict], tuple[TensorType, ...]]
+#: ``infer(types, attrs)``; a control-flow op's is ``infer(types, attrs, regions)``.
+InferFn = Callable[..., tuple[TensorType, ...]]
 ReferenceFn = Callable[..., Any]
 
 
@@ -123,10 +124,17 @@ ReferenceFn = Callable[..., Any]
 class OpDef:
     """The single declaration of an op.
 
-    ``inputs`` names the operands; a name starting with ``*`` is variadic (one or more), a name
-    ending in ``?`` is optional (may be absent at the end). ``dtypes`` lists the input dtypes the op
-    accepts (used by the verifier and to generate conformance cases). ``category`` groups ops in
-    the docs and lets packs claim families (``elementwise``, ``reduction``, ``linalg``...).
+    ``inputs`` names the operands; a name starting with ``*`` is variadic (one or more; ``*xs?``:
+    zero or more), a name ending in ``?`` is optional (may be absent at the end). ``dtypes`` lists
+    the input dtypes the op accepts (used by the verifier and to generate conformance cases).
+    ``category`` groups ops in the docs and lets packs claim families (``elementwise``,
+    ``reduction``, ``linalg``...).
+
+    ``regions`` names the regions of a control-flow op (``("then", "else")``): each node of the op
+    holds that many :class:`~cuvil_ref.ir.graph.Graph` regions. Such an op's ``infer`` is called
+    as ``infer(types, attrs, regions)`` and its ``reference`` as ``reference(*arrays,
+    regions=..., run=..., **attrs)``, where ``run(region, arrays)`` evaluates a region and returns
+    its outputs (see ``cuvil_ref.ops.control_flow``).
     """
 
     name: str
@@ -139,6 +147,7 @@ class OpDef:
     category: str = "misc"
     dtypes: frozenset[DType] = field(default_factory=lambda: ALL_DTYPES)
     num_outputs: int = 1  # -1: variable, decided by infer
+    regions: tuple[str, ...] = ()
 
     def attr(self, name: str) -> Attr:
         for a in self.attrs:
@@ -148,9 +157,9 @@ class OpDef:
 
     def input_arity(self) -> tuple[int, int | None]:
         """(minimum, maximum) number of inputs; maximum None for variadic ops."""
-        if any(n.startswith("*") for n in self.inputs):
-            return len(self.inputs), None
         required = sum(1 for n in self.inputs if not n.endswith("?"))
+        if any(n.startswith("*") for n in self.inputs):
+            return required, None
         return required, len(self.inputs)
 
     def normalize_attrs(self, attrs: Mapping[str, Any] | None) -> FrozenDict:
@@ -183,11 +192,23 @@ class OpDef:
                 f"op '{self.name}' takes {want} inputs ({', '.join(self.inputs)}), got {n}"
             )
 
+    def check_regions(self, regions: Sequence[Any]) -> None:
+        if len(regions) != len(self.regions):
+            names = ", ".join(f"@{r}" for r in self.regions) or "none"
+            raise ShapeError(
+                f"op '{self.name}' holds {len(self.regions)} regions ({names}), got {len(regions)}"
+            )
+
     def infer_types(
-        self, types: Sequence[TensorType], attrs: Mapping[str, Any] | None
+        self,
+        types: Sequence[TensorType],
+        attrs: Mapping[str, Any] | None,
+        regions: Sequence[Any] = (),
     ) -> tuple[TensorType, ...]:
-        """Validate arity and dtypes, then run ``infer``; errors become ShapeError naming the op."""
+        """Validate arity, regions and dtypes, then run ``infer``; errors become ShapeError naming
+        the op."""
         self.check_arity(len(types))
+        self.check_regions(regions)
         norm = (
             attrs
             if isinstance(attrs, FrozenDict) and len(attrs) == len(self.attrs)
@@ -200,7 +221,10 @@ class OpDef:
                     f"op '{self.name}': input {i} has dtype {t.dtype.value}; allowed: {allowed}"
                 )
         try:
-            out = self.infer(tuple(types), norm)
+            if self.regions:
+                out = self.infer(tuple(types), norm, tuple(regions))
+            else:
+                out = self.infer(tuple(types), norm)
         except (ShapeError, IRError):
             raise
         except Exception as exc:  # an infer bug or bad shapes: name the op and the input types
@@ -208,9 +232,21 @@ class OpDef:
             raise ShapeError(f"op '{self.name}' cannot take ({shown}): {exc}") from exc
         return tuple(out)
 
-    def evaluate(self, arrays: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> tuple[Any, ...]:
-        """Run the reference semantics; always returns a tuple of arrays."""
-        result = self.reference(*arrays, **attrs)
+    def evaluate(
+        self,
+        arrays: Sequence[np.ndarray],
+        attrs: Mapping[str, Any],
+        regions: Sequence[Any] = (),
+        run: Callable[[Any, Sequence[np.ndarray]], Sequence[np.ndarray]] | None = None,
+    ) -> tuple[Any, ...]:
+        """Run the reference semantics; always returns a tuple of arrays. A control-flow op
+        also takes its ``regions`` and ``run(region, arrays)``, which evaluates one."""
+        if self.regions:
+            if run is None:
+                raise IRError(f"op '{self.name}' needs a region runner to be evaluated")
+            result = self.reference(*arrays, regions=tuple(regions), run=run, **attrs)
+        else:
+            result = self.reference(*arrays, **attrs)
         return tuple(result) if isinstance(result, (tuple, list)) else (result,)
 
 

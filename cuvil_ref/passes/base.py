@@ -24,10 +24,14 @@ PassFn = Callable[[Graph], PassResult]
 
 @dataclass(frozen=True)
 class Pass:
-    """A named pass. ``fn`` may be configured (e.g. the layout pass's target layout)."""
+    """A named pass. ``fn`` may be configured (e.g. the layout pass's target layout).
+
+    The pass manager runs a pass inside every region too (``passes.regions.in_regions``) unless
+    ``handles_regions`` says the function recurses into regions itself."""
 
     name: str
     fn: PassFn
+    handles_regions: bool = False
 
     def __call__(self, graph: Graph) -> PassResult:
         return self.fn(graph)

@@ -3,7 +3,9 @@
 Requires: a verified graph. Ensures: no two nodes have the same op, inputs, attributes and output
 types (the later one is removed and its readers read the earlier one's outputs), and no two
 constants have the same dtype, shape and bytes (readers of the duplicate read the first). Every
-op is a pure function of its inputs and attributes, so results are unchanged.
+op is a pure function of its inputs and attributes (and regions), so results are unchanged. The
+pass manager runs it inside each region separately: a region's node is never merged with one
+outside it, since a region reads nothing of the enclosing graph but its operands.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def eliminate_common_subexpressions(graph: Graph) -> PassResult:
             tuple(v.name for v in node.inputs),
             node.attrs,
             tuple(v.type for v in node.outputs),
+            node.regions,  # equal regions compute equal results; each region is CSE'd inside
         )
         first = seen.get(key)
         if first is None:

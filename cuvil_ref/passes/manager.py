@@ -1,9 +1,10 @@
 """The pass manager: runs passes in order, times each, verifies after each, dumps IR on request.
 
 ``CUVIL_DUMP_IR=<pass>[,<pass>...]`` (or ``all``) prints the IR after the named passes to stderr
-(or into the directory given by ``CUVIL_DUMP_IR_DIR``). Verification after every pass is on when
-``verify_each=True`` or ``CUVIL_VERIFY_EACH=1`` (the test suite sets it); a pass that breaks the IR
-raises :class:`PassError` naming the pass and the broken node.
+(or into the directory given by ``CUVIL_DUMP_IR_DIR``). A pass runs inside every region as well,
+innermost first, unless it handles regions itself (``Pass.handles_regions``). Verification after
+every pass is on when ``verify_each=True`` or ``CUVIL_VERIFY_EACH=1`` (the test suite sets it); a
+pass that breaks the IR raises :class:`PassError` naming the pass and the broken node.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from cuvil_ref.errors import CuvilError, PassError, VerificationError
 from cuvil_ref.ir.graph import Graph, Module
 from cuvil_ref.ir.verifier import verify
 from cuvil_ref.passes.base import Pass
+from cuvil_ref.passes.regions import in_regions
 
 
 def _dump_set() -> set[str]:
@@ -44,7 +46,7 @@ class PassManager:
         for p in self.passes:
             t0 = time.perf_counter()
             try:
-                result = p(graph)
+                result = p(graph) if p.handles_regions else in_regions(p.fn)(graph)
             except CuvilError as exc:
                 raise PassError(f"pass '{p.name}' failed: {exc}") from exc
             except Exception as exc:

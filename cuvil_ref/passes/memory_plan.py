@@ -10,6 +10,10 @@ them. Graph inputs and constants are not in the arena (the caller owns them); a 
 a buffer of its own. The compiler plans each partition graph after partitioning, so the plan's
 lifetimes are in the order the partition runs its nodes, and packs use it as given.
 Symbolic shapes are planned for ``bindings`` (default: every symbol = 1) and the plan says so.
+
+A control-flow node is one node here: its results are buffers of this arena like any node's, and
+its operands live until it runs. Each of its regions gets a plan of its own (``regions``, keyed by
+the node's first result): a region runs while the enclosing arena is live, with its own arena.
 """
 
 from __future__ import annotations
@@ -40,8 +44,20 @@ class MemoryPlan:
     arena_bytes: int = 0
     naive_bytes: int = 0
     bindings: dict[str, int] = field(default_factory=dict)
+    #: first result of a control-flow node -> one plan per region
+    regions: dict[str, tuple[MemoryPlan, ...]] = field(default_factory=dict)
+
+    @property
+    def peak_bytes(self) -> int:
+        """This arena plus the largest arena any of its regions (recursively) needs on top."""
+        nested = [p.peak_bytes for plans in self.regions.values() for p in plans]
+        return self.arena_bytes + max(nested, default=0)
 
     def report(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
+        if self.regions:
+            extra["regions"] = {k: [p.report() for p in v] for k, v in self.regions.items()}
+            extra["peak_with_regions_bytes"] = self.peak_bytes
         return {
             "planned_peak_bytes": self.arena_bytes,
             "naive_sum_bytes": self.naive_bytes,
@@ -50,6 +66,7 @@ class MemoryPlan:
             "in_place": sum(1 for b in self.buffers.values() if b.in_place_of),
             "views": sum(1 for b in self.buffers.values() if b.view_of),
             "symbol_bindings": dict(self.bindings),
+            **extra,
         }
 
 
@@ -133,7 +150,12 @@ def plan_memory(graph: Graph, bindings: dict[str, int] | None = None) -> MemoryP
         )  # fmt: skip
     arena = max((o + sz for (o, sz, _, _) in placed), default=0)
     naive = sum(_align(size[n]) for n in start)
-    return MemoryPlan(buffers, arena, naive, binds)
+    regions = {
+        n.outputs[0].name: tuple(plan_memory(r, binds) for r in n.regions)
+        for n in graph.nodes
+        if n.regions and n.outputs
+    }
+    return MemoryPlan(buffers, arena, naive, binds, regions)
 
 
 def memory_report(plans: list[MemoryPlan]) -> dict[str, Any]:

@@ -37,9 +37,9 @@ from cuvil_ref.plugin.types import TargetPreferences
 
 PASSES: dict[str, Pass] = {
     "canonicalize": Pass("canonicalize", canonicalize),
-    "fold_constants": Pass("fold_constants", fold_constants),
+    "fold_constants": Pass("fold_constants", fold_constants, handles_regions=True),
     "cse": Pass("cse", eliminate_common_subexpressions),
-    "dce": Pass("dce", eliminate_dead_code),
+    "dce": Pass("dce", eliminate_dead_code, handles_regions=True),
     "fold_batchnorm": Pass("fold_batchnorm", fold_batchnorm),
     "fuse_epilogue": Pass("fuse_epilogue", fuse_epilogue),
     "fuse_elementwise": Pass("fuse_elementwise", fuse_elementwise),

@@ -220,8 +220,7 @@ def rename_inputs(node: Node, rename: Mapping[str, Value]) -> Node:
     """``node`` with every input found in ``rename`` replaced (the same object if none is)."""
     if not any(v.name in rename for v in node.inputs):
         return node
-    inputs = tuple(rename.get(v.name, v) for v in node.inputs)
-    return Node(node.op, inputs, node.outputs, node.attrs, node.provenance)
+    return node.with_inputs([rename.get(v.name, v) for v in node.inputs])
 
 
 def copy_graph_builder(graph: Graph) -> GraphBuilder:

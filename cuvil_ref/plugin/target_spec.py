@@ -6,6 +6,8 @@ A dict or JSON file follows the brief (section 2.5)::
      "options": {"loop_unroll_factor": 4}}
 
 ``target`` is a target name or alias; when it is neither, ``arch`` names the target.
+``TargetSpec.to_json`` (what ``cm.save`` records in an artifact's ``meta.json``) adds
+``requested``, the name the user asked for; a spec read back from it keeps that name.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 from cuvil_ref.errors import TargetError
 from cuvil_ref.ir.frozen import FrozenDict
 
-_SPEC_KEYS = {"target", "arch", "features", "options"}
+_SPEC_KEYS = {"target", "requested", "arch", "features", "options"}
 
 
 @dataclass(frozen=True)
@@ -88,4 +90,7 @@ def _from_dict(data: dict[str, Any], where: str) -> TargetSpec:
     arch = data.get("arch")
     if arch is not None and not isinstance(arch, str):
         raise TargetError(f"{where}: 'arch' must be a string, got {arch!r}")
-    return TargetSpec(name, name, arch, tuple(features), FrozenDict(options))
+    requested = data.get("requested", name)
+    if not isinstance(requested, str) or not requested:
+        raise TargetError(f"{where}: 'requested' must be a target name, got {requested!r}")
+    return TargetSpec(name, requested, arch, tuple(features), FrozenDict(options))

@@ -19,7 +19,8 @@ the field and what is accepted -- never a traceback. The reference is ``docs/ser
       "version_policy": {"latest": 1},   # or {"specific": [1, 3]} or "all"
       "preprocess": [{"op": "normalize", "mean": [...], "std": [...], "scale": 0.0039}],
       "postprocess": [{"op": "softmax"}, {"op": "topk", "k": 5}],
-      "warmup": true
+      "warmup": true,
+      "rollout": {"steps": [1, 10, 50, 100], ...}   # canary and rollback: rollout/policy.py
     }
 """
 
@@ -31,9 +32,12 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cuvil_ref.serve.errors import ConfigError
+
+if TYPE_CHECKING:
+    from cuvil_ref.serve.rollout.policy import RolloutPolicy
 
 CONFIG_NAMES = ("config.json", "config.toml")
 
@@ -99,6 +103,7 @@ class ModelConfig:
     preprocess: tuple[Mapping[str, Any], ...] = ()
     postprocess: tuple[Mapping[str, Any], ...] = ()
     warmup: bool = True
+    rollout: RolloutPolicy = field(default_factory=lambda: _default_policy())
 
     def to_json(self) -> dict[str, Any]:
         """The config as written by ``add_model`` (only what differs from the defaults)."""
@@ -144,10 +149,18 @@ class ModelConfig:
         if self.postprocess:
             out["postprocess"] = [dict(s) for s in self.postprocess]
         out["warmup"] = self.warmup
+        if self.rollout != _default_policy():
+            out["rollout"] = self.rollout.to_json()
         return out
 
 
-class _Fields:
+def _default_policy() -> RolloutPolicy:
+    from cuvil_ref.serve.rollout.policy import RolloutPolicy
+
+    return RolloutPolicy()
+
+
+class Fields:
     """Typed readers for one JSON object; every error names the file and the dotted field."""
 
     def __init__(self, path: object, data: Any, prefix: str, accepted: tuple[str, ...]) -> None:
@@ -230,7 +243,7 @@ def _kind(value: Any) -> str:
     )
 
 
-def _names(f: _Fields, key: str) -> tuple[str, ...] | None:
+def _names(f: Fields, key: str) -> tuple[str, ...] | None:
     if key not in f.data:
         return None
     items = f.data[key]
@@ -238,7 +251,7 @@ def _names(f: _Fields, key: str) -> tuple[str, ...] | None:
         raise f.error(key, f'must be a list of {{"name": ...}} objects, got {_kind(items)}')
     names = []
     for i, item in enumerate(items):
-        sub = _Fields(f.path, item, f"{f.name(key)}[{i}]", ("name",))
+        sub = Fields(f.path, item, f"{f.name(key)}[{i}]", ("name",))
         n = sub.data.get("name")
         if not isinstance(n, str) or not n:
             raise sub.error("name", "must be a non-empty string")
@@ -249,7 +262,7 @@ def _names(f: _Fields, key: str) -> tuple[str, ...] | None:
 
 
 def _batching(path: object, data: Any) -> DynamicBatching:
-    f = _Fields(
+    f = Fields(
         path,
         data,
         "dynamic_batching",
@@ -264,9 +277,7 @@ def _batching(path: object, data: Any) -> DynamicBatching:
 
 
 def _bucket(path: object, data: Any, i: int) -> Bucket:
-    f = _Fields(
-        path, data, f"shape_buckets[{i}]", ("input", "dim", "sizes", "pad_value", "outputs")
-    )
+    f = Fields(path, data, f"shape_buckets[{i}]", ("input", "dim", "sizes", "pad_value", "outputs"))
     name = f.data.get("input")
     if not isinstance(name, str):
         raise f.error("input", "must name one of the model's inputs (a string)")
@@ -288,7 +299,7 @@ def _bucket(path: object, data: Any, i: int) -> Bucket:
 def _policy(path: object, data: Any) -> VersionPolicy:
     if data == "all":
         return VersionPolicy("all")
-    f = _Fields(path, data, "version_policy", ("latest", "specific"))
+    f = Fields(path, data, "version_policy", ("latest", "specific"))
     if len(f.data) != 1:
         raise ConfigError(
             path, "version_policy", 'must be "all", {"latest": N} or {"specific": [1, 3]}'
@@ -328,14 +339,16 @@ FIELDS = (
     "preprocess",
     "postprocess",
     "warmup",
+    "rollout",
 )
 
 
 def parse_config(data: Any, *, name: str, path: object = "<config>") -> ModelConfig:
     """Validate a config object (from JSON or TOML) for model ``name``."""
     from cuvil_ref.serve.pipeline import POSTPROCESS_OPS, PREPROCESS_OPS
+    from cuvil_ref.serve.rollout.policy import parse_policy
 
-    f = _Fields(path, data, "", FIELDS)
+    f = Fields(path, data, "", FIELDS)
     if "name" in f.data and f.data["name"] != name:
         raise f.error("name", f"is {json.dumps(f.data['name'])} but the model folder is '{name}'")
     target = f.data.get("target")
@@ -364,6 +377,7 @@ def parse_config(data: Any, *, name: str, path: object = "<config>") -> ModelCon
         preprocess=_steps(path, f.data.get("preprocess", []), "preprocess", PREPROCESS_OPS),
         postprocess=_steps(path, f.data.get("postprocess", []), "postprocess", POSTPROCESS_OPS),
         warmup=f.bool("warmup", True),
+        rollout=parse_policy(path, f.data.get("rollout", {})),
     )
     big = [p for p in config.dynamic_batching.preferred_batch_size if p > config.max_batch_size]
     if big:

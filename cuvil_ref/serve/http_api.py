@@ -3,6 +3,9 @@
 Routes (KServe v2 / Triton): ``GET /v2/health/live``, ``GET /v2/health/ready``, ``GET /v2``
 (server metadata), ``GET /v2/models/{m}[/versions/{v}]`` (model metadata),
 ``GET .../ready``, ``GET .../config``, ``POST .../infer`` and ``POST /v2/repository/index``.
+Rollouts (``rollout/``): ``GET /v2/models/{m}/rollout`` (state, steps, counters, history),
+``POST .../rollout/promote`` (``{"full": true}`` to go straight to 100%) and
+``POST .../rollout/rollback`` -- what ``cuvil rollout status|promote|rollback`` calls.
 ``infer`` takes JSON tensors and Triton's binary tensor data extension (request and response,
 ``Inference-Header-Content-Length``), gzip/deflate request bodies, and the ``timeout``
 parameter (microseconds). Errors are ``{"error": "..."}`` with the protocol's status; a client
@@ -67,11 +70,28 @@ def model_metadata(served: Served, manager: ModelManager) -> dict[str, Any]:
     }
 
 
+def rollout_summary(manager: ModelManager, name: str) -> dict[str, Any]:
+    """The rollout part of a model's HTTP metadata: who serves, who ramps, who was refused."""
+    state = manager.models[name]
+    r = state.rollout
+    if r is None:
+        return {}
+    c = r.candidate
+    return {
+        "stable": r.stable,
+        "candidate": None
+        if c is None
+        else {"version": c.version, "state": c.state, "percent": r.percent},
+        "refused": {str(v): why for v, why in sorted(r.refused.items())},
+    }
+
+
 def build_app(
     manager: ModelManager,
     *,
     body_timeout: float = 30.0,
     max_body_bytes: int = 256 << 20,
+    rollouts: Any = None,
 ) -> Starlette:
     """The ASGI app for ``manager``."""
     from cuvil_ref import __version__
@@ -92,7 +112,32 @@ def build_app(
 
     async def metadata(request: Request) -> Response:
         try:
-            return JSONResponse(model_metadata(served_of(request), manager))
+            served = served_of(request)
+            doc = model_metadata(served, manager)
+            doc["rollout"] = rollout_summary(manager, served.loaded.name)
+            return JSONResponse(doc)
+        except ServeError as exc:
+            return error_response(exc)
+
+    async def rollout(request: Request) -> Response:
+        name, action = request.path_params["model"], request.path_params.get("action")
+        if rollouts is None:
+            return error_response(InvalidRequest("this server runs without rollouts"))
+        try:
+            if action is None:
+                return JSONResponse(rollouts.status(name))
+            if action == "promote":
+                body = await request.body()
+                try:
+                    opts = json.loads(body) if body.strip() else {}
+                except ValueError:
+                    msg = 'promote takes a JSON object such as {"full": true}'
+                    raise InvalidRequest(msg) from None
+                full = bool(opts.get("full")) if isinstance(opts, dict) else False
+                return JSONResponse(await rollouts.promote(name, full=full))
+            if action == "rollback":
+                return JSONResponse(await rollouts.rollback(name))
+            raise InvalidRequest(f"unknown rollout action {action!r}: use promote or rollback")
         except ServeError as exc:
             return error_response(exc)
 
@@ -112,12 +157,13 @@ def build_app(
     async def index(request: Request) -> Response:
         rows = []
         for name, state in sorted(manager.models.items()):
-            for v in sorted(set(state.versions) | set(state.failed)):
+            refused = state.rollout.refused if state.rollout else {}
+            for v in sorted(set(state.versions) | set(state.failed) | set(refused)):
                 row = {"name": name, "version": str(v)}
                 if v in state.versions:
                     row["state"] = "READY"
                 else:
-                    row.update(state="UNAVAILABLE", reason=state.failed[v])
+                    row.update(state="UNAVAILABLE", reason=refused.get(v) or state.failed[v])
                 rows.append(row)
         return JSONResponse(rows)
 
@@ -172,6 +218,8 @@ def build_app(
         Route("/v2/models/{model}/versions/{version}/ready", model_ready),
         Route("/v2/models/{model}/config", config),
         Route("/v2/models/{model}/versions/{version}/config", config),
+        Route("/v2/models/{model}/rollout", rollout),
+        Route("/v2/models/{model}/rollout/{action}", rollout, methods=["POST"]),
         Route("/v2/models/{model}/infer", infer, methods=["POST"]),
         Route("/v2/models/{model}/versions/{version}/infer", infer, methods=["POST"]),
     ]

@@ -1,9 +1,12 @@
 """Loading one model version: verified artifact -> pre/post-processing -> compiled instances.
 
-The artifact is loaded with its digests checked (never executing code), wrapped with the
-config's pre/post-processing IR ops, and compiled once per instance for the config's target (or
-the one recorded in the artifact), through the compile cache. Warm-up runs every instance once
-on zeros of the smallest accepted shape, so the first request does not pay for lazy work.
+The artifact passes the checks of ``verify`` (digests, the Ed25519 signature against the
+trusted keys, compatibility; never executing code), is wrapped with the config's pre/post-
+processing IR ops, and compiled once per instance for the config's target (or the one recorded
+in the artifact), through the compile cache. Warm-up runs every instance once on zeros of the
+smallest accepted shape, so the first request does not pay for lazy work; when the version has
+a golden request (``golden.json``), every instance must answer it correctly. Any failure is a
+:class:`~cuvil_ref.serve.verify.VersionRejected` with its reason.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ from cuvil_ref.errors import CuvilError
 from cuvil_ref.ir.graph import Module
 from cuvil_ref.serve.config import ModelConfig
 from cuvil_ref.serve.errors import ConfigError
+from cuvil_ref.serve.golden import Golden, GoldenMismatch
 from cuvil_ref.serve.instances import Instance
 from cuvil_ref.serve.repository import ModelEntry
 from cuvil_ref.serve.signature import Signature
+from cuvil_ref.serve.verify import VersionRejected, verify_version
 
 log = logging.getLogger("cuvil.serve")
 
@@ -39,6 +44,9 @@ class LoadedVersion:
     target: str
     report: dict[str, Any] = field(default_factory=dict)
     load_seconds: float = 0.0
+    golden: Golden | None = None
+    meta_sha256: str = ""
+    signer: str | None = None
 
     @property
     def label(self) -> str:
@@ -49,34 +57,37 @@ def artifact_target(path: Any) -> tuple[Any, int | None]:
     """The target spec and opt_level recorded in an artifact's meta.json."""
     from cuvil_ref.artifacts import artifact_info
 
-    meta = artifact_info(path)
-    target = meta.get("target")
-    if isinstance(target, dict):
-        # meta.json records how the target was requested; a spec is the rest.
-        target = {k: v for k, v in target.items() if k != "requested"}
+    return recorded_target(artifact_info(path))
+
+
+def recorded_target(meta: dict[str, Any]) -> tuple[Any, int | None]:
+    """The target (a spec the target parser reads back, ``requested`` included) and opt_level
+    recorded in ``meta``."""
     opt = (meta.get("options") or {}).get("opt_level")
-    return target, opt if isinstance(opt, int) else None
+    return meta.get("target"), opt if isinstance(opt, int) else None
 
 
-def load_version(entry: ModelEntry, version: int) -> LoadedVersion:
-    """Load, wrap, compile and warm up ``entry``'s ``version``; errors name the file."""
-    from cuvil_ref.artifacts import load_module
+def load_version(
+    entry: ModelEntry,
+    version: int,
+    *,
+    trusted_keys: Any = None,
+    require_golden: bool = False,
+) -> LoadedVersion:
+    """Verify, wrap, compile and warm up ``entry``'s ``version``; errors name the file."""
     from cuvil_ref.lowering.compiler import compile_module
     from cuvil_ref.serve.pipeline import wrap_module
 
     start = time.perf_counter()
     config = entry.config
     path = entry.artifact(version)
-    if not path.is_file():
-        raise ConfigError(path, None, "is missing; each version folder holds one model.cuvilir")
-    try:
-        module = load_module(path)
-        recorded_target, recorded_opt = artifact_target(path)
-    except CuvilError as exc:
-        raise ConfigError(path, None, f"cannot be loaded: {exc}") from exc
-    module = wrap_module(module, config)
+    verified = verify_version(
+        path, trusted_keys, target=config.target, require_golden=require_golden
+    )
+    recorded, recorded_opt = recorded_target(verified.meta)
+    module = wrap_module(verified.module, config)
     signature = Signature(module, config)
-    target = config.target if config.target is not None else (recorded_target or "ref")
+    target = config.target if config.target is not None else (recorded or "ref")
     opt_level = config.opt_level if config.opt_level is not None else (recorded_opt or 2)
     instances = []
     for i in range(config.instance_count):
@@ -85,9 +96,9 @@ def load_version(entry: ModelEntry, version: int) -> LoadedVersion:
                 module, target, opt_level=opt_level, options=dict(config.options) or None
             )
         except CuvilError as exc:
-            field_name = "target" if config.target is not None else None
-            raise ConfigError(
-                config.path or path, field_name, f"version {version} does not compile: {exc}"
+            where = f"{config.path}: field 'target'" if config.target is not None else path
+            raise VersionRejected(
+                where, "compile", f"version {version} does not compile: {exc}"
             ) from exc
         instances.append(Instance(program, f"{entry.name}-{version}-{i}"))
     loaded = LoadedVersion(
@@ -99,33 +110,49 @@ def load_version(entry: ModelEntry, version: int) -> LoadedVersion:
         instances,
         instances[0].program.target.name,
         report=instances[0].program.report(),
+        golden=verified.golden,
+        meta_sha256=verified.meta_sha256,
+        signer=verified.signer,
     )
-    if config.warmup:
-        warm_up(loaded)
+    try:
+        if config.warmup:
+            warm_up(loaded)
+        if loaded.golden is not None:
+            check_golden(loaded)
+    except ConfigError:
+        for inst in instances:
+            inst.close()
+        raise
     loaded.load_seconds = time.perf_counter() - start
     parts = loaded.report.get("partitions", {}).get("partitions", [])
     log.info(
-        "loaded %s on %s in %.2f s (%d instance(s); partitions %s)",
+        "loaded %s on %s in %.2f s (%d instance(s); partitions %s%s)",
         loaded.label,
         loaded.target,
         loaded.load_seconds,
         len(instances),
         [(p["target"], p["nodes"]) for p in parts],
+        "; golden request passed" if loaded.golden is not None else "",
     )
     return loaded
 
 
-def warm_up(loaded: LoadedVersion) -> None:
-    """Run each instance once on zeros of the smallest shape the signature accepts."""
-    sig = loaded.signature
+def warmup_inputs(loaded: LoadedVersion) -> dict[str, np.ndarray]:
+    """Zeros of the smallest shape the signature accepts, by protocol name."""
     bucket_sizes = {(b.input, b.dim): b.sizes[0] for b in loaded.config.shape_buckets}
-    arrays = []
-    for t in sig.inputs:
+    arrays = {}
+    for t in loaded.signature.inputs:
         shape = [
             d if isinstance(d, int) else bucket_sizes.get((t.name, i), 1)
             for i, d in enumerate(t.shape)
         ]
-        arrays.append(np.zeros(shape, dtype=t.dtype))
+        arrays[t.name] = np.zeros(shape, dtype=t.dtype)
+    return arrays
+
+
+def warm_up(loaded: LoadedVersion) -> None:
+    """Run each instance once on zeros of the smallest shape the signature accepts."""
+    arrays = list(warmup_inputs(loaded).values())
     for inst in loaded.instances:
         try:
             inst.run_sync(arrays)
@@ -136,3 +163,40 @@ def warm_up(loaded: LoadedVersion) -> None:
                 f"warm-up of {loaded.label} on zeros {[list(a.shape) for a in arrays]} failed: "
                 f'{exc}; set "warmup": false if the model needs other sizes',
             ) from exc
+
+
+def run_named(loaded: LoadedVersion, inst: Instance, inputs: dict[str, np.ndarray]) -> Any:
+    """Run one request (protocol names in and out) on ``inst``, synchronously."""
+    prepared = loaded.signature.prepare(inputs)
+    outs = inst.run_sync(list(prepared.arrays))
+    return name_outputs(loaded, outs, prepared.strip)
+
+
+def name_outputs(
+    loaded: LoadedVersion, outs: list[np.ndarray], strip: Any
+) -> dict[str, np.ndarray]:
+    """The outputs by protocol name, with bucket padding stripped."""
+    result = {}
+    for sig, arr in zip(loaded.signature.outputs, outs):
+        if sig.name in strip:
+            dim, n = strip[sig.name]
+            arr = arr[(slice(None),) * dim + (slice(0, n),)]
+        result[sig.name] = arr
+    return result
+
+
+def check_golden(loaded: LoadedVersion) -> None:
+    """Every instance answers the golden request as stored, or VersionRejected('golden')."""
+    golden = loaded.golden
+    assert golden is not None
+    for inst in loaded.instances:
+        try:
+            got = run_named(loaded, inst, dict(golden.inputs))
+        except CuvilError as exc:
+            raise VersionRejected(
+                golden.path, "golden", f"{loaded.label}: the golden request fails: {exc}"
+            ) from exc
+        try:
+            golden.check(got, loaded.label)
+        except GoldenMismatch as exc:
+            raise VersionRejected(golden.path, "golden", str(exc)) from None

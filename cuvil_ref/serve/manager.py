@@ -5,6 +5,12 @@ request against the version's signature (400), queues it on the version's batche
 Retry-After when full), waits for the result under the request's deadline (504) and strips
 bucket padding. It records the request metrics, the span and the access-log line, whatever the
 outcome, so every request is counted exactly once.
+
+A request that names no version goes to the model's stable version, or -- while a rollout is in
+progress (``rollout/``) -- to the new version for its share of the traffic, split exactly
+(smooth weighted round-robin: at 10% every tenth request). A request the new version fails with
+a server-side error is counted against it and, when the policy says so, run again on the
+stable version, so a bad canary costs the clients nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from cuvil_ref.serve.batcher import Batcher, BatchObserver, Pending
 from cuvil_ref.serve.errors import (
     ConfigError,
     DeadlineExceeded,
+    ExecutionError,
     InvalidRequest,
     ModelNotFound,
     ModelNotReady,
@@ -30,10 +37,12 @@ from cuvil_ref.serve.errors import (
     RequestCancelled,
     ServeError,
 )
-from cuvil_ref.serve.loader import LoadedVersion, load_version
+from cuvil_ref.serve.loader import LoadedVersion, load_version, name_outputs
 from cuvil_ref.serve.metrics import ServerMetrics
 from cuvil_ref.serve.repository import ModelEntry, scan_repository
+from cuvil_ref.serve.rollout.state import ModelRollout
 from cuvil_ref.serve.telemetry import Telemetry, trace_id
+from cuvil_ref.serve.verify import VersionRejected
 
 log = logging.getLogger("cuvil.serve")
 
@@ -64,6 +73,15 @@ class ModelState:
     versions: dict[int, Served] = field(default_factory=dict)
     failed: dict[int, str] = field(default_factory=dict)
     error: str | None = None
+    rollout: ModelRollout | None = None
+    split: int = 0  # the smooth weighted round-robin's accumulator (percent units)
+
+    @property
+    def stable(self) -> Served | None:
+        r = self.rollout
+        if r is not None and r.stable in self.versions:
+            return self.versions[r.stable]
+        return self.versions[max(self.versions)] if self.versions else None
 
 
 @dataclass
@@ -76,10 +94,18 @@ class InferResult:
 class ModelManager:
     """Loads the repository and serves inference requests on it."""
 
-    def __init__(self, repo: str | Path, metrics: ServerMetrics, telemetry: Telemetry) -> None:
+    def __init__(
+        self,
+        repo: str | Path,
+        metrics: ServerMetrics,
+        telemetry: Telemetry,
+        *,
+        trusted_keys: list[Any] | None = None,
+    ) -> None:
         self.repo = Path(repo)
         self.metrics = metrics
         self.telemetry = telemetry
+        self.trusted_keys = trusted_keys or None
         self.models: dict[str, ModelState] = {}
         self.loaded = False
         self.draining = False
@@ -91,21 +117,60 @@ class ModelManager:
         loop = asyncio.get_running_loop()
         entries = await loop.run_in_executor(None, scan_repository, self.repo)
         for entry in entries:
-            state = self.models.setdefault(entry.name, ModelState(entry))
-            for v in entry.selected:
-                try:
-                    loaded = await loop.run_in_executor(None, load_version, entry, v)
-                except ConfigError as exc:
-                    self.metrics.loads.labels(entry.name, str(v), "failure").inc()
-                    state.failed[v] = str(exc)
-                    log.error("cannot load %s/%s: %s", entry.name, v, exc)
-                    if exit_on_error:
-                        raise
-                    continue
-                self.metrics.loads.labels(entry.name, str(v), "success").inc()
-                self.metrics.ready.labels(entry.name, str(v)).set(1)
-                state.versions[v] = Served(loaded, self._batcher(loaded))
+            await self.add_model(entry, exit_on_error=exit_on_error)
         self.loaded = True
+
+    async def add_model(self, entry: ModelEntry, *, exit_on_error: bool = False) -> ModelState:
+        """Load the versions ``entry``'s policy selects; the newest is the stable version."""
+        state = self.models.setdefault(entry.name, ModelState(entry))
+        state.rollout = ModelRollout(entry.name, entry.config.rollout)
+        for v in entry.selected:
+            try:
+                served = await self.load(entry, v)
+            except ConfigError as exc:
+                state.failed[v] = str(exc)
+                state.rollout.refused[v] = str(exc)
+                if exit_on_error:
+                    raise
+                continue
+            state.versions[v] = served
+        if state.versions:
+            state.rollout.stable = max(state.versions)
+        return state
+
+    async def load(self, entry: ModelEntry, version: int) -> Served:
+        """Verify, compile and warm up one version (off the event loop); counts the outcome."""
+        loop = asyncio.get_running_loop()
+        policy = entry.config.rollout
+        try:
+            loaded = await loop.run_in_executor(
+                None,
+                lambda: load_version(
+                    entry,
+                    version,
+                    trusted_keys=self.trusted_keys,
+                    require_golden=policy.require_golden,
+                ),
+            )
+        except ConfigError as exc:
+            reason = exc.reason if isinstance(exc, VersionRejected) else "config"
+            self.metrics.loads.labels(entry.name, str(version), "failure").inc()
+            self.metrics.rejections.labels(entry.name, str(version), reason).inc()
+            log.error("cannot load %s/%s (%s): %s", entry.name, version, reason, exc)
+            raise
+        self.metrics.loads.labels(entry.name, str(version), "success").inc()
+        self.metrics.ready.labels(entry.name, str(version)).set(1)
+        return Served(loaded, self._batcher(loaded))
+
+    async def unload(self, name: str, version: int, timeout: float = 30.0) -> None:
+        """Stop routing to ``version``, then wait for its queued and running requests."""
+        state = self.models[name]
+        served = state.versions.pop(version, None)
+        if served is None:
+            return
+        self.metrics.ready.labels(name, str(version)).set(0)
+        await served.batcher.close(timeout)
+        log.info("unloaded %s (in-flight requests finished)", served.label)
 
     def _batcher(self, loaded: LoadedVersion) -> Batcher:
         labels = (loaded.name, str(loaded.version))
@@ -136,9 +201,10 @@ class ModelManager:
             known = ", ".join(sorted(self.models)) or "none"
             raise ModelNotFound(f"unknown model '{name}'; the repository serves: {known}")
         if version in (None, "", "-1"):
-            if not state.versions:
+            stable = state.stable
+            if stable is None:
                 raise ModelNotReady(f"model '{name}' has no ready version: {state.failed}")
-            return state.versions[max(state.versions)]
+            return stable
         try:
             v = int(version)
         except ValueError:
@@ -147,11 +213,33 @@ class ModelManager:
             return state.versions[v]
         if v in state.failed:
             raise ModelNotReady(f"model '{name}' version {v} failed to load: {state.failed[v]}")
+        refused = state.rollout.refused if state.rollout else {}
+        if v in refused:
+            raise ModelNotReady(f"model '{name}' version {v} does not serve: {refused[v]}")
         on_disk = list(state.entry.versions) if state.entry else []
         raise ModelNotFound(
             f"model '{name}' has no version {v}; served versions: {sorted(state.versions)}"
             + (f" (on disk: {on_disk})" if on_disk else "")
         )
+
+    def route(self, name: str, version: str | None) -> tuple[Served, Served | None]:
+        """The version a request goes to, and the stable one to retry on when that is a canary
+        that may fail over (None otherwise)."""
+        served = self.resolve(name, version)
+        if version not in (None, "", "-1"):
+            return served, None
+        state = self.models[name]
+        r = state.rollout
+        c = r.candidate if r is not None else None
+        percent = r.percent if r is not None else 0
+        if c is None or not percent or c.version not in state.versions:
+            return served, None
+        state.split += percent
+        if state.split < 100:
+            return served, None
+        state.split -= 100
+        retry = served if r is not None and r.policy.retry_canary_failures else None
+        return state.versions[c.version], retry
 
     async def infer(
         self,
@@ -173,33 +261,29 @@ class ModelManager:
         try:
             if self.draining:
                 raise ModelNotReady("the server is shutting down; not accepting requests")
-            served = self.resolve(name, version)
-            labels = (served.loaded.name, str(served.loaded.version))
-            self.metrics.inflight.labels(*labels).inc()
-            try:
-                arrays = decode(served)
-                prepared = served.loaded.signature.prepare(arrays)
+            served, fallback = self.route(name, version)
+            while True:
+                labels = (served.loaded.name, str(served.loaded.version))
                 if timeout_s is None:
                     default = served.loaded.config.dynamic_batching.default_timeout_us
                     timeout_s = default * 1e-6 if default else None
-                deadline = start + timeout_s if timeout_s else None
-                pending = served.batcher.submit(prepared, deadline)
-                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
                 try:
-                    outs = await asyncio.wait_for(asyncio.shield(pending.future), remaining)
-                except asyncio.TimeoutError:
-                    pending.future.cancel()
-                    raise DeadlineExceeded(
-                        f"model '{served.label}': no result within the request's timeout of "
-                        f"{timeout_s * 1e3:.0f} ms"
-                    ) from None
-                except asyncio.CancelledError:
-                    pending.future.cancel()
-                    raise
-            finally:
-                self.metrics.inflight.labels(*labels).dec()
-            result = self._name_outputs(served, outs, prepared.strip)
-            return InferResult(served, result, request_id)
+                    outs, prepared, pending = await self._attempt(
+                        served, decode, start, timeout_s, labels
+                    )
+                except (ExecutionError, DeadlineExceeded) as exc:
+                    self._count_candidate(served, ok=False)
+                    if fallback is None or isinstance(exc, DeadlineExceeded):
+                        raise
+                    log.warning(
+                        "%s failed a request; retried on %s: %s", served.label, fallback.label, exc
+                    )
+                    self.metrics.canary_retries.labels(*labels).inc()
+                    served, fallback = fallback, None
+                    continue
+                self._count_candidate(served, ok=True)
+                result = name_outputs(served.loaded, outs, prepared.strip)
+                return InferResult(served, result, request_id)
         except ServeError as exc:
             outcome = _outcome(exc)
             err = str(exc)
@@ -230,6 +314,64 @@ class ModelManager:
                 record["error"] = err
             self.telemetry.log(record)
 
+    async def _attempt(
+        self,
+        served: Served,
+        decode: Any,
+        start: float,
+        timeout_s: float | None,
+        labels: tuple[str, str],
+    ) -> tuple[list[np.ndarray], Any, Pending]:
+        self.metrics.inflight.labels(*labels).inc()
+        try:
+            arrays = decode(served)
+            prepared = served.loaded.signature.prepare(arrays)
+            deadline = start + timeout_s if timeout_s else None
+            pending = served.batcher.submit(prepared, deadline)
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                outs = await asyncio.wait_for(asyncio.shield(pending.future), remaining)
+            except asyncio.TimeoutError:
+                pending.future.cancel()
+                raise DeadlineExceeded(
+                    f"model '{served.label}': no result within the request's timeout of "
+                    f"{(timeout_s or 0) * 1e3:.0f} ms"
+                ) from None
+            except asyncio.CancelledError:
+                pending.future.cancel()
+                raise
+            return outs, prepared, pending
+        finally:
+            self.metrics.inflight.labels(*labels).dec()
+
+    def _count_candidate(self, served: Served, *, ok: bool) -> None:
+        state = self.models.get(served.loaded.name)
+        if state is not None and state.rollout is not None:
+            state.rollout.record(served.loaded.version, ok)
+
+    async def run_golden(self, served: Served, timeout: float) -> tuple[bool, str]:
+        """A health probe: the version's golden request (zeros of the warm-up shape without
+        one) through its batcher, within ``timeout`` seconds. (passed, what happened)"""
+        from cuvil_ref.serve.golden import GoldenMismatch
+        from cuvil_ref.serve.loader import warmup_inputs
+
+        loaded = served.loaded
+        golden = loaded.golden
+        named = dict(golden.inputs) if golden is not None else warmup_inputs(loaded)
+        started = time.monotonic()
+        try:
+            prepared = loaded.signature.prepare(named)
+            pending = served.batcher.submit(prepared, started + timeout)
+            outs = await asyncio.wait_for(asyncio.shield(pending.future), timeout)
+            got = name_outputs(loaded, outs, prepared.strip)
+            if golden is not None:
+                golden.check(got, loaded.label)
+        except asyncio.TimeoutError:
+            return False, f"no answer within the probe timeout of {timeout:g} s"
+        except (ServeError, GoldenMismatch) as exc:
+            return False, str(exc)
+        return True, f"passed in {(time.monotonic() - started) * 1e3:.1f} ms"
+
     def record_latency(self, result: InferResult, arrival: float) -> None:
         """Observe a successful request's latency, arrival to encoded response (the fronts call
         this once the response is built, so the histogram matches what a client measures)."""
@@ -237,17 +379,6 @@ class ModelManager:
         self.metrics.request_seconds.labels(loaded.name, str(loaded.version)).observe(
             time.monotonic() - arrival
         )
-
-    def _name_outputs(
-        self, served: Served, outs: list[np.ndarray], strip: Mapping[str, tuple[int, int]]
-    ) -> dict[str, np.ndarray]:
-        result = {}
-        for sig, arr in zip(served.loaded.signature.outputs, outs):
-            if sig.name in strip:
-                dim, n = strip[sig.name]
-                arr = arr[(slice(None),) * dim + (slice(0, n),)]
-            result[sig.name] = arr
-        return result
 
     async def drain(self, timeout: float) -> None:
         """Stop accepting; finish queued and running requests (at most ``timeout`` seconds)."""

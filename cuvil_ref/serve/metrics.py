@@ -48,6 +48,20 @@ METRICS: dict[str, str] = {
     "cuvil_instance_busy_seconds_total": "Seconds an instance spent executing batches",
     "cuvil_device_utilization": "Device utilization 0..1 (npu MAC utilization, GPU via NVML, "
     "CPU: this process's CPU time per core)",
+    "cuvil_version_rejections_total": "Model versions refused before serving, by reason",
+    "cuvil_rollout_transitions_total": "Rollout state changes by model, version and new state",
+    "cuvil_rollout_traffic_percent": "Share of a model's traffic routed to a version (percent)",
+    "cuvil_health_probes_total": "Health probes (golden requests) by model, version, outcome",
+    "cuvil_canary_retries_total": "Requests a new version failed that were re-run on the stable",
+    "cuvil_artifact_changes_total": "Loaded artifacts found changed on disk, by verdict",
+}
+
+#: Counters with a series only once their event happened (a refused version, a canary request
+#: re-run, an artifact changed on disk): exported by a server that saw one (tests/serve/rollout).
+EVENT_METRICS = {
+    "cuvil_version_rejections_total",
+    "cuvil_canary_retries_total",
+    "cuvil_artifact_changes_total",
 }
 
 
@@ -105,6 +119,38 @@ class ServerMetrics:
             registry=r,
         )
         self.ready = Gauge("cuvil_model_ready", METRICS["cuvil_model_ready"], mv, registry=r)
+        self.rejections = Counter(
+            name("cuvil_version_rejections_total"),
+            METRICS["cuvil_version_rejections_total"],
+            (*mv, "reason"),
+            registry=r,
+        )
+        self.transitions = Counter(
+            name("cuvil_rollout_transitions_total"),
+            METRICS["cuvil_rollout_transitions_total"],
+            (*mv, "state"),
+            registry=r,
+        )
+        traffic = "cuvil_rollout_traffic_percent"
+        self.traffic = Gauge(traffic, METRICS[traffic], mv, registry=r)
+        self.probes = Counter(
+            name("cuvil_health_probes_total"),
+            METRICS["cuvil_health_probes_total"],
+            (*mv, "outcome"),
+            registry=r,
+        )
+        self.canary_retries = Counter(
+            name("cuvil_canary_retries_total"),
+            METRICS["cuvil_canary_retries_total"],
+            mv,
+            registry=r,
+        )
+        self.artifact_changes = Counter(
+            name("cuvil_artifact_changes_total"),
+            METRICS["cuvil_artifact_changes_total"],
+            (*mv, "verdict"),
+            registry=r,
+        )
         self.scrape = ScrapeCollector()
         r.register(self.scrape)
 

@@ -31,12 +31,14 @@ class ServerProcess:
         log_dir: str | Path | None = None,
         env: dict[str, str] | None = None,
         startup_timeout: float = 120.0,
+        module: str = "cuvil_ref.cli",
     ) -> None:
         self.repo = Path(repo)
         self.args = list(args)
         self.log_dir = Path(log_dir) if log_dir else self.repo.parent
         self.env = env
         self.startup_timeout = startup_timeout
+        self.module = module  # the program run with ``python -m`` (``cuvil`` by default)
         self.proc: subprocess.Popen[str] | None = None
         self.ports: dict[str, int] = {}
         self.access_log = self.log_dir / f"access-{os.getpid()}-{id(self)}.jsonl"
@@ -58,7 +60,7 @@ class ServerProcess:
         cmd = [
             sys.executable,
             "-m",
-            "cuvil_ref.cli",
+            self.module,
             "serve",
             str(self.repo),
             "--http-port",

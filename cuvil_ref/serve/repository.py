@@ -84,13 +84,17 @@ def add_model(
     *,
     version: int | None = None,
     config: dict[str, Any] | None = None,
+    golden: Any = None,
     **fields: Any,
 ) -> Path:
     """Save ``model`` (a CompiledModule, a Module or a ``.cuvilir`` path) as a new version.
 
     ``version`` defaults to one past the highest on disk. ``config`` (or keyword fields such
     as ``max_batch_size=8``) is validated and written to ``config.json``; without either, an
-    existing config is kept. Returns the artifact's path.
+    existing config is kept. ``golden`` (the inputs of a request: an array, a tuple, or a dict by
+    protocol name) records ``golden.json`` beside the artifact, its expected outputs computed by
+    the reference interpreter (``golden.record_golden``). The artifact is written last, so a
+    server watching the repository finds the version complete. Returns the artifact's path.
     """
     if not _MODEL_NAME.match(name):
         raise ConfigError(repo, None, f"model name {name!r}: use letters, digits, '_', '-', '.'")
@@ -115,16 +119,27 @@ def add_model(
         parsed = None
     target_dir.mkdir(parents=True, exist_ok=True)
     path = target_dir / ARTIFACT
-    if isinstance(model, (str, Path)):
-        from cuvil_ref.artifacts import load_module
-
-        load_module(model)  # verify before copying
-        path.write_bytes(Path(model).read_bytes())
-    else:
-        model.save(str(path))
     if parsed is not None:
         body = parsed.to_json() if not data else {**data, "name": name}
         (d / "config.json").write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+    source = None
+    if isinstance(model, (str, Path)):
+        from cuvil_ref.artifacts import load_module
+
+        module = load_module(model)  # verify before copying
+        source = Path(model).read_bytes()
+    else:
+        module = getattr(model, "module", model)
+    if golden is not None:
+        from cuvil_ref.serve.golden import record_golden
+
+        record_golden(target_dir, module, parsed or read_config(d), golden)
+    tmp = target_dir / f".{ARTIFACT}.tmp"
+    if source is not None:
+        tmp.write_bytes(source)
+    else:
+        model.save(str(tmp))
+    tmp.replace(path)  # atomic: a watching server never sees half an artifact
     return path
 
 

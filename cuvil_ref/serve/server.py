@@ -46,6 +46,8 @@ class ServeOptions:
     access_log: str | None = "-"
     body_timeout: float = 30.0
     blas_threads: int = 1  # per process; instances are the unit of parallelism (0: leave as is)
+    trusted_keys: tuple[str, ...] = ()  # PEM public keys; when given, every version is signed
+    poll_interval: float = 2.0  # seconds between repository polls (0: no hot reload)
 
 
 class _Uvicorn(uvicorn.Server):
@@ -87,7 +89,16 @@ class InferenceServer:
         self.telemetry = Telemetry(
             otlp_endpoint=self.options.otlp_endpoint, access_log=self.options.access_log
         )
-        self.manager = ModelManager(self.repo, self.metrics, self.telemetry)
+        from cuvil_ref.serve.rollout.controller import RolloutController
+        from cuvil_ref.serve.verify import load_trusted_keys
+
+        keys = load_trusted_keys(self.options.trusted_keys) if self.options.trusted_keys else None
+        self.manager = ModelManager(self.repo, self.metrics, self.telemetry, trusted_keys=keys)
+        self.rollouts = RolloutController(
+            self.manager,
+            poll_interval=self.options.poll_interval,
+            drain_timeout=self.options.drain_timeout,
+        )
         self.ports: dict[str, int] = {}
         self._stop = asyncio.Event()
         self._http: _Uvicorn | None = None
@@ -111,7 +122,9 @@ class InferenceServer:
 
             self._blas_limit = threadpool_limits(limits=o.blas_threads, user_api="blas")
         self._http = _uvicorn(
-            build_app(self.manager, body_timeout=o.body_timeout), o.host, o.http_port
+            build_app(self.manager, body_timeout=o.body_timeout, rollouts=self.rollouts),
+            o.host,
+            o.http_port,
         )
         self._metrics = _uvicorn(make_asgi_app(self.metrics.registry), o.host, o.metrics_port)
         for name, server in (("http", self._http), ("metrics", self._metrics)):
@@ -129,6 +142,7 @@ class InferenceServer:
         await self._grpc.start()
         log.info("listening: %s", self.ports)
         await self.manager.load_all(exit_on_error=o.exit_on_error)
+        self.rollouts.start()
 
     def stop(self) -> None:
         self._stop.set()
@@ -149,6 +163,7 @@ class InferenceServer:
 
     async def shutdown(self) -> None:
         o = self.options
+        await self.rollouts.stop()
         self.manager.draining = True
         waits = [self.manager.drain(o.drain_timeout)]
         if self._grpc is not None:

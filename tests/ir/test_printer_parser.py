@@ -18,9 +18,10 @@ import cuvil_ref as cuvil
 from cuvil_ref.errors import CuvilError, IRError, ParseError, VerificationError
 from cuvil_ref.ir import DType, Graph, GraphBuilder, Module, Node, Provenance, QuantParams, Value
 from cuvil_ref.ir.parser import parse_graph, parse_module, parse_type
-from cuvil_ref.ir.printer import format_type, print_graph, print_module
+from cuvil_ref.ir.printer import format_type, print_graph, print_module, resource_table
 from cuvil_ref.ir.types import TensorType
 from cuvil_ref.ops import REGISTRY, REQUIRED, OpDef
+from tests.ir._regions import branch_graph, loop_graph
 
 T = TensorType
 F32, I64, I8, BOOL = DType.f32, DType.i64, DType.i8, DType.bool
@@ -40,7 +41,15 @@ def canon(x: Any) -> Any:
         )
         return ("graph", canon(x.inputs), consts, canon(x.nodes), canon(x.outputs))
     if isinstance(x, Node):
-        return ("node", x.op, canon(x.inputs), canon(x.outputs), canon(x.attrs), x.provenance)
+        return (
+            "node",
+            x.op,
+            canon(x.inputs),
+            canon(x.outputs),
+            canon(x.attrs),
+            x.provenance,
+            canon(x.regions),
+        )
     if isinstance(x, Value):
         return ("value", x.name, canon(x.type))
     if isinstance(x, TensorType):
@@ -145,6 +154,9 @@ EXAMPLES: dict[str, tuple[tuple[TensorType, ...], dict[str, Any]]] = {
     ),  # fmt: skip
 }
 
+#: Control-flow ops (they hold regions): a graph builder per op, static or symbolic.
+REGION_EXAMPLES = {"if": branch_graph, "while": loop_graph}
+
 _SHAPES = [(2, 3), (1, 2, 4, 4), (2, 3, 4), (6,)]
 _GUESSES: dict[str, list[Any]] = {
     "int": [1, 0, -1],
@@ -205,6 +217,13 @@ def build_op_module(d: OpDef, symbolic: bool = False) -> tuple[Module, dict[str,
 def test_every_registered_op_round_trips(op: str) -> None:
     assert op in REGISTRY, f"EXAMPLES names op '{op}', which is not registered"
     d = REGISTRY.get(op)
+    if d.regions:
+        assert op in REGION_EXAMPLES, f"add a graph holding op '{op}' to REGION_EXAMPLES"
+        for symbolic in (False, True):
+            module = Module(REGION_EXAMPLES[op](symbolic), f"test_{op}", {"op": op})
+            assert round_trip(module, resource_table(module)) == module
+            assert f" = {op}(%" in print_module(module)
+        return
     if d.input_arity() == (0, 0):  # a factory: no operands, a (possibly symbolic) size attr
         b = GraphBuilder()
         b.input("n_holder", T(("n", 2)))

@@ -80,3 +80,17 @@ def test_bad_spec_files(tmp_path) -> None:
         parse_target_spec(str(bad))
     with pytest.raises(TargetError, match="unknown keys"):
         parse_target_spec({"target": "toy", "flavour": 1})
+
+
+def test_spec_recorded_in_an_artifact_reads_back(host: PluginHost) -> None:
+    """``cm.save`` records ``TargetSpec.to_json()`` (with ``requested``) in meta.json; that dict
+    is a valid ``target=`` again, so a served artifact compiles for the target it records."""
+    from cuvil_ref.plugin.target_spec import parse_target_spec
+
+    recorded = host.resolve({"target": "toy", "options": {"loop_unroll_factor": 2}}).to_json()
+    assert recorded["requested"] == "toy"
+    again = parse_target_spec(recorded)
+    assert again.to_json() == recorded
+    assert host.resolve(recorded).to_json() == recorded
+    with pytest.raises(TargetError, match="'requested' must be a target name"):
+        parse_target_spec({**recorded, "requested": 3})

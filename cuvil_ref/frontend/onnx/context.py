@@ -54,15 +54,18 @@ class OnnxNode:
 
 
 class StaticInputError(UnsupportedOpError):
-    """An input that Cuvil needs at import time (a shape, axes, pads...) is a graph input.
+    """An input that Cuvil needs at import time (a shape, axes, pads...) is, or is computed
+    from, graph inputs.
 
-    ``tensor`` names it; ``onnx_to_cuvilir(..., constant_inputs={tensor: value})`` imports the
-    model specialized to that value.
+    ``tensors`` names those graph inputs (``tensor`` the first);
+    ``onnx_to_cuvilir(..., constant_inputs={name: value, ...})`` imports the model specialized
+    to their values.
     """
 
-    def __init__(self, message: str, tensor: str | None = None) -> None:
+    def __init__(self, message: str, tensors: tuple[str, ...] = ()) -> None:
         super().__init__(message)
-        self.tensor = tensor
+        self.tensors = tensors
+        self.tensor = tensors[0] if tensors else None
 
 
 class OnnxContext:
@@ -73,6 +76,8 @@ class OnnxContext:
         self.node: OnnxNode | None = None
         self.folded = 0
         self.graph_inputs: dict[str, str] = {}  # IR value name -> ONNX graph input name
+        # IR value name -> the ONNX graph inputs it is computed from (for StaticInputError)
+        self.depends: dict[str, frozenset[str]] = {}
 
     # -- errors -------------------------------------------------------------------------------
     def error(self, message: str) -> UnsupportedOpError:
@@ -95,18 +100,26 @@ class OnnxContext:
         arr = self.array(value)
         if arr is None:
             where = self.node.describe() if self.node is not None else "the ONNX graph"
-            tensor = self.graph_inputs.get(value.name) if value is not None else None
-            hint = (
-                f"; it is the graph input '{tensor}': pass constant_inputs={{'{tensor}': ...}} "
-                "to import the model specialized to its value"
-                if tensor
-                else ""
-            )
+            tensors = tuple(sorted(self.depends.get(value.name, ()))) if value else ()
+            direct = value is not None and value.name in self.graph_inputs
+            shown = ", ".join(f"'{t}': ..." for t in tensors)
+            hint = ""
+            if tensors:
+                what_it_is = (
+                    f"it is the graph input '{tensors[0]}'"
+                    if direct
+                    else "it is computed from the graph input(s) "
+                    + ", ".join(f"'{t}'" for t in tensors)
+                )
+                hint = (
+                    f"; {what_it_is}: pass constant_inputs={{{shown}}} to import the model "
+                    "specialized to those values"
+                )
             raise StaticInputError(
                 f"{where}: input '{what}' must be known when the model is imported (an "
                 "initializer, a Constant, or computed from static shapes); Cuvil does not take "
                 f"it at run time{hint}",
-                tensor,
+                tensors,
             )
         return arr
 
@@ -139,8 +152,12 @@ class OnnxContext:
                     self.constant(np.asarray(r, dtype=t.dtype.numpy), op)
                     for r, t in zip(results, types, strict=True)
                 )
-        hint = op
-        return self.builder.op_multi(op, inputs, attrs, name=hint, provenance=self.provenance())
+        outs = self.builder.op_multi(op, inputs, attrs, name=op, provenance=self.provenance())
+        deps = frozenset().union(*(self.depends.get(v.name, frozenset()) for v in inputs))
+        if deps:
+            for v in outs:
+                self.depends[v.name] = deps
+        return outs
 
     def cast(self, value: Value, dtype: DType) -> Value:
         if value.type.dtype == dtype:

@@ -36,6 +36,19 @@ ONNX_DTYPES: dict[int, DType] = {
     10: DType.f16,
     11: DType.f64,
     16: DType.bf16,
+    4: DType.u16,
+    12: DType.u32,
+    13: DType.u64,
+    17: DType.f8e4m3fn,
+    18: DType.f8e4m3fnuz,
+    19: DType.f8e5m2,
+    20: DType.f8e5m2fnuz,
+    21: DType.u4,
+    22: DType.i4,
+    23: DType.f4e2m1,
+    24: DType.f8e8m0,
+    25: DType.u2,
+    26: DType.i2,
 }
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -137,6 +150,7 @@ def import_model(
             continue
         env[vi.name] = cx.builder.input(vi.name, _input_type(vi, shapes.get(vi.name)))
         cx.graph_inputs[env[vi.name].name] = vi.name
+        cx.depends[env[vi.name].name] = frozenset({vi.name})
         names.append(vi.name)
     for node in graph.node:
         _convert_node(cx, node, env, opsets, TABLE)

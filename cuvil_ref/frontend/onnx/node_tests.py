@@ -147,17 +147,19 @@ def run_case(case: NodeCase) -> CaseResult:
 
 
 def _import(model: Any, given: dict[str, np.ndarray], frozen: dict[str, np.ndarray]) -> Any:
-    """Import ``model``; inputs Cuvil needs at import time are frozen to the test's values
-    (``constant_inputs``), one at a time as the importer names them."""
+    """Import ``model``; graph inputs that Cuvil needs at import time (or that such a value is
+    computed from) are frozen to the test's values (``constant_inputs``), as the importer's
+    StaticInputError names them."""
     from cuvil_ref.frontend.onnx import onnx_to_cuvilir
 
     for _ in range(len(given) + 1):
         try:
             return onnx_to_cuvilir(model, constant_inputs={k: given[k] for k in frozen})
         except StaticInputError as exc:
-            if exc.tensor is None or exc.tensor in frozen or exc.tensor not in given:
+            new = [t for t in exc.tensors if t not in frozen and t in given]
+            if not new:
                 raise
-            frozen[exc.tensor] = given[exc.tensor]
+            frozen.update({t: given[t] for t in new})
     raise UnsupportedOpError("too many inputs to freeze")
 
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import ml_dtypes
 import numpy as np
 
 from cuvil_ref.frontend.onnx.context import OnnxContext, OnnxNode
-from cuvil_ref.frontend.onnx.shape import axis_of, x_of
+from cuvil_ref.frontend.onnx.shape import axis_of, static_dims, x_of
 from cuvil_ref.frontend.onnx.table import OnnxConverter, onnx_op
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Value
@@ -24,18 +25,28 @@ _LATEST = (21, 23, 24, 25)
 
 
 def _per_axis(cx: OnnxContext, node: OnnxNode, x: Value, p: Value | None) -> Value | None:
-    """A 1-D per-axis parameter reshaped to broadcast along ``axis`` of ``x``."""
-    if (
-        p is None
-        or p.type.rank == 0
-        or (p.type.rank == 1 and p.type.shape[0] == 1 and x.type.rank == 0)
-    ):
+    """A scale or zero point shaped to broadcast against ``x``: per tensor (one element), per
+    axis (1-D along ``axis``) or blocked (``block_size`` consecutive elements along ``axis``
+    share one entry). Storage-typed zero points (int4, float8...) are widened to f32 first."""
+    if p is None:
+        return None
+    if p.type.dtype.is_storage:
+        p = cx.cast(p, DType.f32)
+    if p.type.rank == 0:
         return p
-    if int(node.attr("block_size", 0)):
-        raise cx.error("blocked quantization (block_size) is not supported")
+    if p.type.rank == 1 and p.type.shape[0] == 1:
+        return cx.op("reshape", [p], shape=())
+    axis = axis_of(int(node.attr("axis", 1)), x.type.rank, cx)
+    block = int(node.attr("block_size", 0))
+    if block:
+        if p.type.rank != x.type.rank:
+            raise cx.error(f"blocked parameters of shape {p.type} for an input {x.type}")
+        n = int(static_dims(cx, x, "blocked quantization")[axis])
+        last = int(static_dims(cx, p, "blocked quantization")[axis]) - 1
+        index = np.minimum(np.arange(n) // block, last).astype(np.int64)
+        return cx.op("index_select", [p, cx.constant(index, "blocks")], axis=axis)
     if p.type.rank != 1:
         raise cx.error(f"a scale or zero point of shape {p.type} is not per-tensor or per-axis")
-    axis = axis_of(int(node.attr("axis", 1)), x.type.rank, cx)
     shape = [1] * x.type.rank
     shape[axis] = p.type.shape[0]  # type: ignore[call-overload]
     return cx.op("reshape", [p], shape=tuple(shape))
@@ -53,10 +64,22 @@ def cx_ops() -> set[str]:
     return set(REGISTRY.names())
 
 
-def quantize(cx: OnnxContext, x: Value, scale: Value, zp: Value | None, out: DType) -> Value:
-    """``saturate(rint(x / scale) + zp)`` in ``out``; the arithmetic in f32 (ONNX's)."""
-    info = np.iinfo(out.numpy)
+def quantize(
+    cx: OnnxContext, x: Value, scale: Value, zp: Value | None, out: DType, saturate: bool = True
+) -> Value:
+    """``saturate(rint(x / scale) + zp)`` in ``out``; the arithmetic in f32 (ONNX's). To a
+    float8/float4 type there is no rounding step: the cast rounds to nearest even (and
+    ``saturate`` clamps to the format's largest value first)."""
     xf = cx.cast(x, DType.f32)
+    if out.is_float:
+        q = cx.op("div", [xf, cx.cast(scale, DType.f32)])
+        if zp is not None:
+            q = cx.op("add", [q, cx.cast(zp, DType.f32)])
+        if saturate:
+            top = float(ml_dtypes.finfo(out.numpy).max)
+            q = cx.op("clamp", [q], min=-top, max=top)
+        return cx.cast(q, out)
+    info = ml_dtypes.iinfo(out.numpy)
     q = _round_half_even(cx, cx.op("div", [xf, cx.cast(scale, DType.f32)]))
     if zp is not None:
         q = cx.op("add", [q, cx.cast(zp, DType.f32)])
@@ -70,17 +93,17 @@ def quantize_linear(cx: OnnxContext, node: OnnxNode) -> Value:
 
     x, scale, zp = node.inputs[0], node.inputs[1], node.input(2)
     assert x is not None and scale is not None
-    if int(node.attr("saturate", 1)) == 0:
-        raise cx.error("saturate=0 applies to float8 outputs, which Cuvil has no dtype for")
     out = zp.type.dtype if zp is not None else DType.u8
+    if zp is not None and out.is_float:
+        zp = cx.cast(zp, DType.f32)  # a float8 zero point: added before the saturating cast
     if node.attr("output_dtype"):
         out = dtype_of(int(node.attr("output_dtype")), "output_dtype")
-    if out not in (DType.u8, DType.i8, DType.i16):
+    if out.is_float and not out.is_storage or out == DType.f8e8m0:
         raise cx.error(f"QuantizeLinear to {out.value} is not supported")
     scale = _per_axis(cx, node, x, scale)
     zp = _per_axis(cx, node, x, zp)
     assert scale is not None
-    return quantize(cx, x, scale, zp, out)
+    return quantize(cx, x, scale, zp, out, bool(int(node.attr("saturate", 1))))
 
 
 @onnx_op(TABLE, "DequantizeLinear", 10, 13, 19, *_LATEST)

@@ -42,7 +42,12 @@ NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
 def source_coords(mode: str, m: int, n: int, scale: float, roi: tuple[float, float]) -> np.ndarray:
-    """Input coordinate of each of the ``m`` output positions (float64)."""
+    """Input coordinate of each of the ``m`` output positions (float64).
+
+    ``align_corners`` and ``tf_crop_and_resize`` divide by the unrounded output length
+    ``scale * n``, as ONNX's reference implementation and its node tests do; ONNX Runtime divides
+    by the integer length ``m`` instead, so the two differ when ``scales`` are given and
+    ``scale * n`` is not whole (with ``sizes`` they agree)."""
     i = np.arange(m, dtype=np.float64)
     out = scale * n
     if mode == "align_corners":
@@ -54,7 +59,7 @@ def source_coords(mode: str, m: int, n: int, scale: float, roi: tuple[float, flo
         x = np.full(m, (hi - lo) * (n - 1) / 2) if out == 1 else i * (hi - lo) * (n - 1) / (out - 1)
         return x + lo * (n - 1)
     if mode == "pytorch_half_pixel":
-        return np.full(m, -0.5) if out == 1 else (i + 0.5) / scale - 0.5
+        return np.zeros(m) if out <= 1 else (i + 0.5) / scale - 0.5  # spec: 0 for one cell
     if mode == "half_pixel_symmetric":
         offset = n / 2 * (1 - m / out)
         return offset + (i + 0.5) / scale - 0.5

@@ -96,8 +96,8 @@ def ort_session(model: Any, args: tuple[Any, ...], threads: int) -> Callable[[],
 
 
 def cuvil_program(model: Any, args: tuple[Any, ...], threads: int, **kw: Any) -> Any:
-    from cuvil_ref.compiler import compile_module
     from cuvil_ref.frontend import torch_to_cuvilir
+    from cuvil_ref.lowering.compiler import compile_module
 
     capture = "export" if type(model).__name__ == "BertModel" else "fx"
     module = torch_to_cuvilir(model, example_inputs=args, capture=capture)
@@ -215,7 +215,7 @@ t0 = time.perf_counter()
 import torch
 from cuvil_ref.zoo import get_model
 from cuvil_ref.frontend import torch_to_cuvilir
-from cuvil_ref.compiler import compile_module
+from cuvil_ref.lowering.compiler import compile_module
 model, _ = get_model("resnet50")
 x = torch.randn(1, 3, {size}, {size})
 t1 = time.perf_counter()
@@ -255,8 +255,10 @@ def markdown(result: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for r in result["models"]:
-        lines.append(f"| {r['model']} | {r['batch']} | {r['cuvil_ms']:.2f} | {r['ort_ms']:.2f} | "
-                     f"{r['ratio']:.3f} | <= {r['target']} | {'yes' if r['met'] else 'no'} |")
+        lines.append(
+            f"| {r['model']} | {r['batch']} | {r['cuvil_ms']:.2f} | {r['ort_ms']:.2f} | "
+            f"{r['ratio']:.3f} | <= {r['target']} | {'yes' if r['met'] else 'no'} |"
+        )
     if "int8" in result:
         i = result["int8"]
         lines += ["", f"int8 ResNet-18: {i['int8_ms']:.2f} ms vs fp32 pack {i['fp32_ms']:.2f} ms "
@@ -273,8 +275,13 @@ def markdown(result: dict[str, Any]) -> str:
                       f"{c['warm']['capture_s']:.2f} s more)"]  # fmt: skip
     for r in result["models"]:
         if "where_the_time_goes" in r:
-            lines += ["", f"Where the time goes, {r['model']} batch {r['batch']} (slowest steps):",
-                      "", "| node | op | algorithm | ms | GFLOP/s |", "|---|---|---|---|---|"]
+            lines += [
+                "",
+                f"Where the time goes, {r['model']} batch {r['batch']} (slowest steps):",
+                "",
+                "| node | op | algorithm | ms | GFLOP/s |",
+                "|---|---|---|---|---|",
+            ]
             lines += [f"| {x['node']} | {x['op']} | {x['algorithm']} | {x['ms']:.3f} | "
                       f"{x['gflops']} |" for x in r["where_the_time_goes"]]  # fmt: skip
     return "\n".join(lines) + "\n"
@@ -293,8 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     skip = set(filter(None, a.skip.split(",")))
     only = set(filter(None, a.models.split(","))) or None
     result: dict[str, Any] = {
-        "command": " ".join(["python kernelpacks/cpu/benchmarks/cpu_vs_ort.py", *(argv or
-                                                                              sys.argv[1:])]),
+        "command": " ".join(
+            ["python kernelpacks/cpu/benchmarks/cpu_vs_ort.py", *(argv or sys.argv[1:])]
+        ),
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "machine": f"{os.cpu_count()} cores",
         "load": round(os.getloadavg()[0], 2),

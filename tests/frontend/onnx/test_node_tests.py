@@ -59,12 +59,11 @@ def test_every_case_is_found() -> None:
 
 
 def test_claimed_ops_pass_their_node_tests(results) -> None:
+    """Every case of a claimed op counts, whatever the reason it fails (docs/onnx-coverage.md
+    lists them)."""
     passed = [r for r in results if r.status == "passed"]
-    # cases whose tensors use an element type Cuvil has no dtype for are counted as failures
-    assert len(supported_ops()) >= 120
-    assert len(passed) / len(results) >= 0.79
-    lacking = [r for r in results if r.status != "passed" and "element type" in r.detail]
-    assert len(passed) / (len(results) - len(lacking)) >= 0.94
+    assert len(supported_ops()) >= 130
+    assert len(passed) / len(results) >= 0.93
 
 
 @pytest.mark.parametrize("name", MUST_PASS)
