@@ -16,10 +16,16 @@ if ! command -v hipcc >/dev/null 2>&1; then
 fi
 $PIP install --quiet --disable-pip-version-check "torch==2.13.0"
 $PIP install --quiet --disable-pip-version-check \
-    -e ".[torch,test,sign,serve,serve-test,jax,onnx,onnx-test]" \
+    -e ".[torch,test,sign,serve,serve-test,ray,jax,onnx,onnx-test]" \
     -e conformance \
     -e kernelpacks/npu_sim \
     -e kernelpacks/cuda \
     -e kernelpacks/hip \
     -e "kernelpacks/cpu[bench]" \
     -e cuvil_ref/plugin/example_pack
+# KServe's resource schemas for the offline manifest check (deploy/kserve/validate.py reads the
+# SDK wheel as data; nothing of it is installed or run).
+if ! ls .cache/schemas/kserve-0.21.0-*.whl >/dev/null 2>&1; then
+    $PIP download --quiet --disable-pip-version-check --no-deps "kserve==0.21.0" -d .cache/schemas \
+        || echo "note: could not download the KServe SDK wheel; the KServe manifest tests skip"
+fi

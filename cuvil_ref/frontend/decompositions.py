@@ -89,6 +89,10 @@ HIGH_LEVEL_CONVERTED: frozenset[str] = frozenset(
         "aten::max_pool2d",
         "aten::__and__",
         "aten::__or__",
+        "aten::diff",
+        "aten::new_ones",
+        "aten::new_zeros",
+        "aten::new_full",
     }
 )
 
@@ -107,7 +111,7 @@ def needs_decomposition(graph: Any, converted: frozenset[str]) -> bool:
         name = schema.name
         if name in NO_OPS:
             continue
-        if name.endswith("_") or schema.is_mutable:
+        if (name.endswith("_") and not name.endswith("__")) or schema.is_mutable:
             return True
         if name not in converted and name not in preserved and name not in HIGH_LEVEL_CONVERTED:
             return True

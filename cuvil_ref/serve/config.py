@@ -104,6 +104,7 @@ class ModelConfig:
     postprocess: tuple[Mapping[str, Any], ...] = ()
     warmup: bool = True
     rollout: RolloutPolicy = field(default_factory=lambda: _default_policy())
+    ray: Mapping[str, Any] = field(default_factory=dict)  # Ray Serve deployment options
 
     def to_json(self) -> dict[str, Any]:
         """The config as written by ``add_model`` (only what differs from the defaults)."""
@@ -151,6 +152,8 @@ class ModelConfig:
         out["warmup"] = self.warmup
         if self.rollout != _default_policy():
             out["rollout"] = self.rollout.to_json()
+        if self.ray:
+            out["ray"] = dict(self.ray)
         return out
 
 
@@ -340,7 +343,10 @@ FIELDS = (
     "postprocess",
     "warmup",
     "rollout",
+    "ray",
 )
+#: Ray Serve deployment options a config's ``ray`` object may set (``cuvil_ref.serve.ray``).
+RAY_FIELDS = ("num_replicas", "autoscaling_config", "ray_actor_options", "max_ongoing_requests")
 
 
 def parse_config(data: Any, *, name: str, path: object = "<config>") -> ModelConfig:
@@ -378,6 +384,7 @@ def parse_config(data: Any, *, name: str, path: object = "<config>") -> ModelCon
         postprocess=_steps(path, f.data.get("postprocess", []), "postprocess", POSTPROCESS_OPS),
         warmup=f.bool("warmup", True),
         rollout=parse_policy(path, f.data.get("rollout", {})),
+        ray=_ray(path, f.data.get("ray", {})),
     )
     big = [p for p in config.dynamic_batching.preferred_batch_size if p > config.max_batch_size]
     if big:
@@ -388,6 +395,21 @@ def parse_config(data: Any, *, name: str, path: object = "<config>") -> ModelCon
             "<= max_batch_size",
         )
     return config
+
+
+def _ray(path: object, data: Any) -> dict[str, Any]:
+    """The ``ray`` object: Ray Serve options, checked for shape here and by Ray at deploy."""
+    f = Fields(path, data, "ray", RAY_FIELDS)
+    if "num_replicas" in f.data and "autoscaling_config" in f.data:
+        raise f.error("autoscaling_config", "replaces num_replicas: give one of the two")
+    if "num_replicas" in f.data and f.data["num_replicas"] != "auto":
+        f.int("num_replicas", 1, minimum=1)
+    if "max_ongoing_requests" in f.data:
+        f.int("max_ongoing_requests", 1, minimum=1)
+    for key in ("autoscaling_config", "ray_actor_options"):
+        if key in f.data and not isinstance(f.data[key], dict):
+            raise f.error(key, "must be an object of Ray Serve options")
+    return dict(f.data)
 
 
 def read_config(model_dir: Path) -> ModelConfig:

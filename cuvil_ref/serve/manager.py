@@ -285,7 +285,7 @@ class ModelManager:
                 result = name_outputs(served.loaded, outs, prepared.strip)
                 return InferResult(served, result, request_id)
         except ServeError as exc:
-            outcome = _outcome(exc)
+            outcome = outcome_of(exc)
             err = str(exc)
             raise
         except asyncio.CancelledError:
@@ -406,7 +406,8 @@ class ModelManager:
         return rows
 
 
-def _outcome(exc: ServeError) -> str:
+def outcome_of(exc: ServeError) -> str:
+    """The ``outcome`` label of a request that failed with ``exc``."""
     for cls, name in OUTCOMES.items():
         if isinstance(exc, cls):
             return name

@@ -156,9 +156,35 @@ def test_shared_checks() -> None:
     assert checks.constant_inputs(conv_node, cx, (1,), "weight") is None
     assert "runtime value" in checks.constant_inputs(conv_node, cx, (0,), "weight")
     assert checks.first_reason(None, "", "second", "third") == "second"
+    assert checks.nonempty(conv_node) is None
+    e = GraphBuilder()
+    empty = e.build([e.op("relu", [e.input("x", TensorType((2, 0, 3)))])])
+    assert "zero-size tensor" in (checks.nonempty(empty.nodes[0]) or "")
 
 
 def test_a_partition_with_a_declined_node_is_refused_with_the_reason() -> None:
     pack = _pack(probe=True)
     with pytest.raises(TargetError, match="cannot lower .*exp.*: rows wider than 4"):
         pack.cuvil_lower_partition(TargetSpec("kit"), _graph(width=5), {})
+
+
+def test_lower_returns_the_lowering_result_or_declines_with_the_claim_reason() -> None:
+    table = {
+        "relu": Lowering(lambda node, cx: ("relu-layer", node.outputs[0].name), F32),
+        "exp": Lowering(_small_exp_only, F32),
+        "add": Lowering(lambda node, cx: node.attrs["missing"], F32),
+    }
+    pack = KernelPack("kit", (TargetInfo("kit", "kit"),), table, InterpretExecutable,
+                      configure=lambda target: {"max_width": 4}, probe=True)  # fmt: skip
+    g = _graph(width=5)
+    cx = pack.context(TargetSpec("kit"), g)
+    relu, exp, add = g.nodes
+    assert pack.lower(relu, cx) == ("relu-layer", relu.outputs[0].name)
+    for node, reason in ((exp, "rows wider than 4"), (add, "cannot lower 'add': KeyError")):
+        with pytest.raises(Decline, match=reason):
+            pack.lower(node, cx)
+        assert reason in (pack.reason(node, cx) or "")
+    b = GraphBuilder()
+    f16 = b.build([b.op("relu", [b.input("x", TensorType((2,), DType.f16))])])
+    with pytest.raises(Decline, match="dtype f16 of %x is not supported for relu"):
+        pack.lower(f16.nodes[0], cx)

@@ -35,6 +35,12 @@ BAD = [
     ({"postprocess": [{"op": "argsort"}]}, "postprocess[0].op", ["softmax", "topk"]),
     ({"name": "other"}, "name", ["model folder is 'm'"]),
     ({"warmup": "yes"}, "warmup", ["true or false"]),
+    ({"ray": {"num_replica": 2}}, "ray.num_replica", ["did you mean 'num_replicas'"]),
+    ({"ray": {"num_replicas": 0}}, "ray.num_replicas", ["an integer >= 1"]),
+    ({"ray": {"max_ongoing_requests": "many"}}, "ray.max_ongoing_requests", ["integer"]),
+    ({"ray": {"autoscaling_config": 4}}, "ray.autoscaling_config", ["object of Ray Serve"]),
+    ({"ray": {"num_replicas": 2, "autoscaling_config": {}}}, "ray.autoscaling_config",
+     ["give one of the two"]),
 ]  # fmt: skip
 
 
@@ -129,3 +135,25 @@ def test_batching_needs_a_symbolic_batch_dim(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="dynamic_batch=True, or use max_batch_size 0"):
         Signature(static, parse_config({"max_batch_size": 8}, name="static"))
     Signature(static, parse_config({"max_batch_size": 0}, name="static"))
+
+
+def test_ray_deployment_options() -> None:
+    """The config's ``ray`` object over the application's defaults; Ray may hold as many
+    requests per replica as the batcher can queue, and one way of scaling is asked for."""
+    from cuvil_ref.serve.ray import deployment_options
+
+    config = parse_config(
+        {"max_batch_size": 8, "dynamic_batching": {"max_queue_size": 64},
+         "ray": {"num_replicas": 3}},
+        name="m",
+    )  # fmt: skip
+    assert parse_config(config.to_json(), name="m") == config
+    opts = deployment_options(config, {"num_replicas": 2, "ray_actor_options": {"num_cpus": 1}})
+    assert opts == {"num_replicas": 3, "ray_actor_options": {"num_cpus": 1},
+                    "max_ongoing_requests": 64 + 8}  # fmt: skip
+    auto = parse_config({"ray": {"autoscaling_config": {"max_replicas": 4}}}, name="m")
+    opts = deployment_options(auto, {"num_replicas": 2})
+    assert opts["autoscaling_config"] == {"max_replicas": 4} and "num_replicas" not in opts
+    with pytest.raises(ConfigError, match="both num_replicas and autoscaling_config"):
+        deployment_options(parse_config({}, name="m"),
+                           {"num_replicas": 2, "autoscaling_config": {}})  # fmt: skip

@@ -11,10 +11,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cuvil_ref.frontend.aten import bags, conv, core, indexing, norm, pad, pool, resample
+from cuvil_ref.frontend.aten import (
+    bags,
+    conv,
+    core,
+    high_level,
+    indexing,
+    norm,
+    pad,
+    pool,
+    resample,
+)
 
 CORE_TABLE: dict[str, Callable[..., Any]] = {}
-for _module in (core, conv, pool, pad, indexing, norm, resample, bags):
+for _module in (core, high_level, conv, pool, pad, indexing, norm, resample, bags):
     for _name, _conv in _module.TABLE.items():
         if _name in CORE_TABLE:
             raise RuntimeError(f"ATen op {_name} has two converters")

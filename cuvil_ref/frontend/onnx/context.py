@@ -41,6 +41,8 @@ class OnnxNode:
     opset: int  # the model's opset for the node's domain
     domain: str = ""
     subgraphs: Mapping[str, Any] = field(default_factory=dict)
+    used: tuple[bool, ...] = ()  # which outputs the graph names (an optional one may be "")
+    proto: Any = None  # the onnx.NodeProto (function bodies are built from it)
 
     def describe(self) -> str:
         shown = f"'{self.name}'" if self.name else "(unnamed)"
@@ -48,6 +50,9 @@ class OnnxNode:
 
     def input(self, i: int) -> Value | None:
         return self.inputs[i] if i < len(self.inputs) else None
+
+    def output_used(self, i: int) -> bool:
+        return i < len(self.used) and self.used[i]
 
     def attr(self, name: str, default: Any = None) -> Any:
         return self.attrs.get(name, default)
@@ -78,6 +83,9 @@ class OnnxContext:
         self.graph_inputs: dict[str, str] = {}  # IR value name -> ONNX graph input name
         # IR value name -> the ONNX graph inputs it is computed from (for StaticInputError)
         self.depends: dict[str, frozenset[str]] = {}
+        # the ONNX names in scope (If/Loop subgraphs read them) and the model's opsets
+        self.scope: dict[str, Value] = {}
+        self.opsets: Mapping[str, int] = {}
 
     # -- errors -------------------------------------------------------------------------------
     def error(self, message: str) -> UnsupportedOpError:

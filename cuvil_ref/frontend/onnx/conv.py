@@ -1,6 +1,6 @@
-"""Converters for ONNX's convolutions: ``Conv`` and ``ConvTranspose`` over 1 or 2 spatial dims
-(1-D runs as 2-D with a unit row), ``ConvInteger``, ``QLinearConv``, ``LpPool`` and
-``GlobalLpPool``.
+"""Converters for ONNX's convolutions: ``Conv`` and ``ConvTranspose`` over 1, 2 or 3 spatial
+dims (1-D runs as 2-D with a unit row; 3-D needs the IR's ``conv3d`` / ``conv_transpose``),
+``ConvInteger``, ``QLinearConv``, ``LpPool`` and ``GlobalLpPool``.
 
 ``ConvTranspose`` is the convolution of the input with zeros inserted between its elements
 (``stride - 1`` of them), padded by ``dilation * (kernel - 1) - pads`` (plus ``output_padding``
@@ -10,6 +10,8 @@ identity, in IR ops. ``output_shape`` and ``auto_pad`` fix the pads as the ONNX 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from cuvil_ref.frontend.onnx.context import OnnxContext, OnnxNode
@@ -18,6 +20,7 @@ from cuvil_ref.frontend.onnx.shape import select, static_dims, x_of
 from cuvil_ref.frontend.onnx.table import OnnxConverter, onnx_op
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Value
+from cuvil_ref.ops import REGISTRY
 
 TABLE: dict[str, OnnxConverter] = {}
 
@@ -31,9 +34,18 @@ def conv2d(cx: OnnxContext, node: OnnxNode, x: Value, w: Value, b: Value | None)
     """``Conv``'s attributes on 1-D or 2-D inputs, as the IR ``conv2d``."""
     kernel = node.attr("kernel_shape") or w.type.shape[2:]
     k, strides, dilations = _window(node, x, [int(v) for v in kernel])
-    if len(k) not in (1, 2):
+    if len(k) not in (1, 2, 3) or (len(k) == 3 and "conv3d" not in REGISTRY):
         raise cx.error(f"{node.op_type} over {len(k)} spatial dims: Cuvil's IR convolves 1-D/2-D")
     pads = spatial_pads(cx, node, x, k, strides, dilations)
+    if len(k) == 3:  # the IR's conv3d takes ONNX's pads order (all begins, then all ends)
+        return cx.op(
+            "conv3d",
+            [x, w] + ([b] if b is not None else []),
+            stride=tuple(strides),
+            padding=tuple(pads),
+            dilation=tuple(dilations),
+            groups=int(node.attr("group", 1)),
+        )
     one_d = len(k) == 1
     if one_d:
         x, w2 = _to_2d(cx, x, w)
@@ -127,6 +139,8 @@ def _insert_zeros(cx: OnnxContext, x: Value, axis: int, stride: int) -> Value:
 def conv_transpose(cx: OnnxContext, node: OnnxNode) -> Value:
     x, w, b = node.inputs[0], node.inputs[1], node.input(2)
     assert x is not None and w is not None
+    if x.type.rank == 5 and "conv_transpose" in REGISTRY:
+        return _conv_transpose_nd(cx, node, x, w, b)
     one_d = x.type.rank == 3
     if one_d:
         x, w2 = _to_2d(cx, x, w)
@@ -192,11 +206,78 @@ def conv_transpose(cx: OnnxContext, node: OnnxNode) -> Value:
     return cx.op("squeeze", [out], axes=(2,)) if one_d else out
 
 
+def _transpose_crop(
+    cx: OnnxContext, node: OnnxNode, dims: Sequence[int], k: Sequence[int]
+) -> tuple[list[int], list[int], list[int], list[int], list[int]]:
+    """ConvTranspose's strides, dilations, output_padding and the cells cut from the begin and
+    the end of each spatial dim of the full (unpadded) result, ``auto_pad`` and
+    ``output_shape`` resolved."""
+    sp = len(k)
+    strides = [int(a) for a in node.attr("strides", [1] * sp)]
+    dilations = [int(a) for a in node.attr("dilations", [1] * sp)]
+    out_pad = [int(a) for a in node.attr("output_padding", [0] * sp)]
+    window = [d * (kk - 1) + 1 for d, kk in zip(dilations, k)]
+    auto = str(node.attr("auto_pad", "NOTSET"))
+    out_shape = node.attr("output_shape")
+    if out_shape is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
+        target = (
+            [int(v) for v in out_shape][-sp:]
+            if out_shape is not None
+            else [dims[2 + i] * strides[i] for i in range(sp)]
+        )
+        begin, end = [], []
+        for i in range(sp):
+            total = strides[i] * (dims[2 + i] - 1) + out_pad[i] + window[i] - target[i]
+            small, big = total // 2, total - total // 2
+            begin.append(small if auto == "SAME_UPPER" else big)
+            end.append(big if auto == "SAME_UPPER" else small)
+    elif auto == "VALID" or node.attr("pads") is None:
+        begin, end = [0] * sp, [0] * sp
+    else:
+        p = [int(v) for v in node.attr("pads")]
+        begin, end = p[:sp], p[sp:]
+    return strides, dilations, out_pad, begin, end
+
+
+def _conv_transpose_nd(
+    cx: OnnxContext, node: OnnxNode, x: Value, w: Value, b: Value | None
+) -> Value:
+    """ConvTranspose over 3 spatial dims with the IR's ``conv_transpose``: the full result
+    (no padding), cut to ONNX's begin/end pads, zero cells appended for ``output_padding``
+    beyond the full result, then the bias."""
+    dims = static_dims(cx, x, "ConvTranspose")
+    k = list(static_dims(cx, w, "ConvTranspose")[2:])
+    sp = len(k)
+    strides, dilations, out_pad, begin, end = _transpose_crop(cx, node, dims, k)
+    y = cx.op(
+        "conv_transpose",
+        [x, w],
+        stride=tuple(strides),
+        padding=(0,) * sp,
+        output_padding=(0,) * sp,
+        dilation=tuple(dilations),
+        groups=int(node.attr("group", 1)),
+    )
+    for i in range(sp):
+        full = y.type.shape[2 + i]
+        assert isinstance(full, int)
+        stop = full - end[i] + out_pad[i]
+        if begin[i] or stop < full:
+            y = cx.op("slice", [y], axis=2 + i, start=begin[i], end=min(stop, full))
+        if stop > full:
+            widths = [0] * (2 * (y.type.rank - 2))
+            widths[2 * (y.type.rank - 3 - i) + 1] = stop - full
+            y = cx.op("pad", [y], pads=tuple(widths), value=0.0)
+    if b is not None:
+        y = cx.op("add", [y, cx.op("reshape", [b], shape=(1, -1) + (1,) * sp)])
+    return y
+
+
 def _lp_window(cx: OnnxContext, node: OnnxNode) -> Value:
     x = x_of(node)
     p = float(node.attr("p", 2))
     k, strides, dilations = _window(node, x)
-    if len(k) not in (1, 2):
+    if len(k) not in (1, 2, 3) or (len(k) == 3 and "conv3d" not in REGISTRY):
         raise cx.error(f"LpPool over {len(k)} spatial dims: Cuvil's IR pools 1-D and 2-D")
     pads = spatial_pads(cx, node, x, k, strides, dilations)
     powered = cx.op("pow", [cx.op("abs", [x]), cx.scalar(p, x.type.dtype)])
@@ -209,11 +290,11 @@ def _lp_window(cx: OnnxContext, node: OnnxNode) -> Value:
             [1, *dilations],
             [0, pads[0], 0, pads[1]],
         )
-    n, c, h, w = static_dims(cx, powered, "LpPool")
-    flat = cx.op("reshape", [powered], shape=(n * c, 1, h, w))
+    n, c, *spatial = static_dims(cx, powered, "LpPool")
+    flat = cx.op("reshape", [powered], shape=(n * c, 1, *spatial))
     ones = cx.constant(np.ones((1, 1, *k), dtype=x.type.dtype.numpy), "window")
     total = cx.op(
-        "conv2d",
+        "conv2d" if len(k) == 2 else "conv3d",
         [flat, ones],
         stride=tuple(strides),
         padding=tuple(pads),

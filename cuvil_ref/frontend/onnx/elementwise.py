@@ -47,6 +47,7 @@ UNARY: dict[str, tuple[str, tuple[int, ...]]] = {
     "Floor": ("floor", (6, 13)),
     "Ceil": ("ceil", (6, 13)),
     "Sign": ("sign", (9, 13)),
+    "Round": ("round", (11, 22)),
     "BitwiseNot": ("bitwise_not", (18,)),
 }
 

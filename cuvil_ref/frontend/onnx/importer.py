@@ -119,6 +119,7 @@ def import_model(
     graph = model.graph
     cx = OnnxContext()
     env: dict[str, Value] = {}
+    cx.scope, cx.opsets = env, opsets
     for init in graph.initializer:
         dtype_of(init.data_type, f"initializer '{init.name}'")
         try:
@@ -153,7 +154,7 @@ def import_model(
         cx.depends[env[vi.name].name] = frozenset({vi.name})
         names.append(vi.name)
     for node in graph.node:
-        _convert_node(cx, node, env, opsets, TABLE)
+        convert_node(cx, node, env, opsets, TABLE)
     outputs = []
     for vo in graph.output:
         if vo.name not in env:
@@ -242,7 +243,7 @@ def _input_type(vi: Any, override: tuple[int, ...] | None) -> TensorType:
     return TensorType(tuple(shape), dtype)
 
 
-def _convert_node(
+def convert_node(
     cx: OnnxContext,
     node: Any,
     env: dict[str, Value],
@@ -310,6 +311,8 @@ def _convert_node(
         opset,
         domain,
         subgraphs,
+        tuple(name != "" for name in node.output),
+        node,
     )
     cx.node = view
     try:
@@ -335,4 +338,4 @@ def _convert_node(
         env[name] = outs[i]  # type: ignore[assignment]
 
 
-__all__ = ["ONNX_DTYPES", "dtype_of", "import_model", "load_model"]
+__all__ = ["ONNX_DTYPES", "convert_node", "dtype_of", "import_model", "load_model"]

@@ -289,7 +289,10 @@ def dropout(cx: OnnxContext, node: OnnxNode) -> Sequence[Value]:
     x = x_of(node)
     training = node.input(2)
     if training is not None and bool(cx.static(training, "training_mode").reshape(-1)[0]):
-        raise cx.error("Dropout in training mode is random; Cuvil imports inference graphs")
+        ratio = node.input(1)
+        # ratio 0 keeps every element: the one training-mode Dropout that is not random
+        if ratio is None or float(cx.static(ratio, "ratio").reshape(-1)[0]) != 0.0:
+            raise cx.error("Dropout in training mode is random; Cuvil imports inference graphs")
     if node.version < 12 and int(node.attr("is_test", 1)) == 0 and node.version < 7:
         raise cx.error("Dropout in training mode")
     mask = (

@@ -6,9 +6,11 @@ from __future__ import annotations
 from cuvil_ref.frontend.onnx import (
     activations,
     attention,
+    control,
     conv,
     einsum,
     elementwise,
+    functions,
     generators,
     losses,
     nn,
@@ -17,6 +19,7 @@ from cuvil_ref.frontend.onnx import (
     recurrent,
     reduce,
     resize,
+    scatter,
     shape,
     signal,
     tensor,
@@ -30,6 +33,7 @@ for _module in (
     conv,
     einsum,
     elementwise,
+    functions,
     generators,
     shape,
     tensor,
@@ -38,9 +42,11 @@ for _module in (
     quant,
     recurrent,
     resize,
+    scatter,
     signal,
     losses,
     attention,
+    control,
 ):
     for _name, _conv in _module.TABLE.items():
         if _name in TABLE:

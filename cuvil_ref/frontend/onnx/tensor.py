@@ -67,13 +67,15 @@ def size(cx: OnnxContext, node: OnnxNode) -> Value:
     return cx.constant(np.asarray(int(np.prod(dims)), dtype=np.int64), "size")
 
 
-@onnx_op(TABLE, "Range", 11)
+@onnx_op(TABLE, "Range", 11, 27)
 def range_(cx: OnnxContext, node: OnnxNode) -> Value:
     """``start + i * delta`` for ``i < max(ceil((limit - start) / delta), 0)``, in the inputs'
     type."""
     start, limit, delta = (
         cx.static(v, n) for v, n in zip(node.inputs, ("start", "limit", "delta"))
     )
+    # one-element tensors (some exporters give [1]) count as the scalars the spec asks for
+    start, limit, delta = (np.asarray(v).reshape(-1)[0] for v in (start, limit, delta))
     dtype = np.asarray(start).dtype
     n = int(max(np.ceil((float(limit) - float(start)) / float(delta)), 0))
     out = (np.asarray(start) + np.arange(n).astype(dtype) * np.asarray(delta)).astype(dtype)

@@ -44,6 +44,15 @@ def static_shapes(node: Node, cx: CheckContext | None = None) -> str | None:
     return None
 
 
+def nonempty(node: Node, cx: CheckContext | None = None) -> str | None:
+    """Declines a node with a zero-size input or output (for targets whose programs would wait
+    forever for data that never comes; the reference handles empty tensors)."""
+    for v in (*node.inputs, *node.outputs):
+        if any(d == 0 for d in v.type.shape):
+            return f"{node.op}: zero-size tensor {v.type} (nothing for the kernel to compute)"
+    return None
+
+
 def single_output(node: Node, cx: CheckContext | None = None) -> str | None:
     """Declines a node with several outputs."""
     if len(node.outputs) != 1:

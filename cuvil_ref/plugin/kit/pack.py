@@ -131,33 +131,51 @@ class KernelPack:
 
     def reason(self, node: Node, cx: CheckContext) -> str | None:
         """None when the pack claims ``node``, else the reason it declines."""
+        try:
+            if self.probe:
+                self.lower(node, cx)
+            else:
+                self.checked(node, cx)
+        except Decline as exc:
+            return str(exc)
+        return None
+
+    def checked(self, node: Node, cx: CheckContext) -> Lowering:
+        """The lowering of ``node`` once every check passed (pack-wide checks, the table, the
+        first input's dtype, the lowering's check); raises :class:`Decline` with the reason."""
         lowering = self.lowerings.get(node.op)
         try:
             for check in self.checks:
                 reason = check(node, cx)
                 if reason:
-                    return reason
+                    raise Decline(reason)
             if lowering is None:
                 count = len(self.lowerings)
-                return f"op '{node.op}' has no {self.name} lowering ({count} ops have one)"
+                raise Decline(f"op '{node.op}' has no {self.name} lowering ({count} ops have one)")
             if lowering.dtypes is not None and node.inputs:
                 first = node.inputs[0]
                 if first.type.dtype not in lowering.dtypes:
                     accepted = ", ".join(sorted(d.value for d in lowering.dtypes))
-                    return (
+                    raise Decline(
                         f"dtype {first.type.dtype.value} of %{first.name} is not supported for "
                         f"{node.op} (accepted: {accepted})"
                     )
             reason = lowering.check(node, cx)
             if reason:
-                return reason
-            if self.probe:
-                lowering.lower(node, cx)
-        except Decline as exc:
-            return str(exc)
+                raise Decline(reason)
         except _MALFORMED as exc:
-            return f"cannot lower '{node.op}': {type(exc).__name__}: {exc}"
-        return None
+            raise Decline(f"cannot lower '{node.op}': {type(exc).__name__}: {exc}") from exc
+        return lowering
+
+    def lower(self, node: Node, cx: CheckContext) -> Any:
+        """What ``node``'s lowering returns, called as ``lower(node, cx)`` after every check; raises
+        :class:`Decline` with the reason a claim would give. A pack that lowers a partition
+        node by node (``probe=True``) calls this, so it declines exactly what it never claims."""
+        lowering = self.checked(node, cx)
+        try:
+            return lowering.lower(node, cx)
+        except _MALFORMED as exc:
+            raise Decline(f"cannot lower '{node.op}': {type(exc).__name__}: {exc}") from exc
 
     def export(self, namespace: MutableMapping[str, Any]) -> None:
         """Define every hook in ``namespace`` (a plugin module's ``globals()``), so the module

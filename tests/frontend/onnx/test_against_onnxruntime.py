@@ -129,3 +129,88 @@ def test_grouped_strided_conv_transpose() -> None:
         dilations=[1, 2],
     )
     check(node, [("x", f32(1, 4, 3, 5))], ["y"], [("w", f32(4, 3, 3, 2)), ("b", f32(6))])
+
+
+def needs(*ir_ops: str) -> None:
+    """Skip where this checkout's IR lacks an op the converter lowers to (it is then not
+    claimed, and importing the node raises the unsupported-op error instead)."""
+    from cuvil_ref.ops import REGISTRY
+
+    missing = [op for op in ir_ops if op not in REGISTRY]
+    if missing:
+        pytest.skip(f"the IR has no {', '.join(missing)}")
+
+
+@pytest.mark.parametrize("storage_order", [0, 1])
+@pytest.mark.parametrize("spatial", [(7, 6), (5, 4, 6)])
+def test_max_pool_indices_count_batch_and_channels(storage_order: int, spatial: tuple) -> None:  # type: ignore[type-arg]
+    """The node tests have one image of one channel; ONNX's Indices are flat over the whole
+    input, so batch and channel offsets are checked here."""
+    needs("max_pool_with_indices")
+    if storage_order and len(spatial) == 3:
+        pytest.skip("Cuvil refuses storage_order=1 over 3 spatial dims")
+    sp = len(spatial)
+    node = helper.make_node(
+        "MaxPool",
+        ["x"],
+        ["y", "i"],
+        kernel_shape=[3] * sp,
+        strides=[2] * sp,
+        pads=[1] * (2 * sp),
+        storage_order=storage_order,
+    )
+    x = f32(2, 3, *spatial)
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("i", TensorProto.INT64, None),
+        ],
+    )
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 9
+    data = m.SerializeToString()
+    expected = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    actual = interpret(onnx_to_cuvilir(data), [x])
+    np.testing.assert_array_equal(actual[0], expected[0])
+    np.testing.assert_array_equal(actual[1], expected[1])
+
+
+def test_scatter_nd_with_batch_dims_and_negative_indices() -> None:
+    needs("scatter")
+    for reduction in ("none", "add", "mul", "max"):
+        node = helper.make_node("ScatterND", ["x", "idx", "u"], ["y"], reduction=reduction)
+        idx = np.array([[[0, -1], [2, 1]], [[1, 0], [-3, 2]]], dtype=np.int64)  # unique
+        check(node, [("x", f32(3, 4, 5)), ("u", f32(2, 2, 5))], ["y"], [("idx", idx)], opset=18)
+
+
+def test_scatter_elements_negative_indices() -> None:
+    needs("scatter")
+    node = helper.make_node("ScatterElements", ["x", "idx", "u"], ["y"], axis=1, reduction="add")
+    idx = np.array([[0, -1, 2], [-4, 1, 1]], dtype=np.int64)
+    check(node, [("x", f32(2, 4)), ("u", f32(2, 3))], ["y"], [("idx", idx)], opset=18)
+
+
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize("reverse", [0, 1])
+def test_cumsum(exclusive: int, reverse: int) -> None:
+    needs("cumsum", "flip")
+    node = helper.make_node("CumSum", ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)
+    axis = np.array(-1, dtype=np.int64)
+    check(node, [("x", f32(2, 3, 5))], ["y"], [("axis", axis)], opset=14)
+
+
+def test_conv_transpose_3d_with_pads_and_output_padding() -> None:
+    needs("conv_transpose")
+    node = helper.make_node(
+        "ConvTranspose",
+        ["x", "w", "b"],
+        ["y"],
+        strides=[2, 1, 2],
+        pads=[1, 0, 0, 0, 1, 1],
+        output_padding=[1, 0, 1],
+        group=2,
+    )
+    check(node, [("x", f32(1, 4, 3, 4, 3))], ["y"], [("w", f32(4, 2, 2, 3, 2)), ("b", f32(4))])

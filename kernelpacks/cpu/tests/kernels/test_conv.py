@@ -21,6 +21,9 @@ GEOMETRIES = [
     (2, 48, 9, 11, 48, 3, 1, 1, 1, 48),  # depthwise on the register tile, row tails
     (1, 96, 10, 10, 96, 3, 2, (0, 1, 1, 0), 1, 96),  # depthwise tile, strided, 96 = 64 + 32
     (1, 3, 20, 20, 8, 7, 2, 3, 1, 1),  # a ResNet stem
+    (1, 32, 12, 13, 32, 3, 1, 2, 2, 32),  # depthwise tile, dilated: two-pixel border
+    (1, 64, 11, 11, 64, 5, 2, 2, 1, 64),  # depthwise tile, 5x5 strided
+    (2, 16, 2, 2, 16, 3, 1, 1, 1, 16),  # depthwise tile: every pixel on the border
 ]
 
 
@@ -63,3 +66,27 @@ def test_fused_conv_epilogues(act: str, order: str, layout: str, rng: np.random.
     y = b.op("fused_conv2d", [xv, b.constant("w", wt), b.constant("b", bias), rv], attrs)
     got, want = both(b.build([y]), [x, res.astype(np.float32)])
     assert np.abs(got - want).max() <= reduction_bound(72, want)
+
+
+@pytest.mark.parametrize(
+    "act,order",
+    [("gelu", "residual_then_activation"), ("relu6", "activation_then_residual"),
+     ("clamp", "residual_then_activation")],
+)  # fmt: skip
+def test_fused_depthwise_epilogues_on_border_and_interior(
+    act: str, order: str, rng: np.random.Generator
+) -> None:
+    """The register tile (interior) and the border pixels apply the same fused epilogue."""
+    x = rng.standard_normal((1, 9, 10, 32)).astype(np.float32) * 2
+    res = rng.standard_normal((1, 9, 10, 32)).astype(np.float32)
+    wt = rng.standard_normal((32, 1, 3, 3)).astype(np.float32)
+    bias = rng.standard_normal(32).astype(np.float32)
+    extra = {"activation_min": -1.5, "activation_max": 2.0} if act == "clamp" else {}
+    attrs = dict(stride=(1, 1), padding=(1, 1, 1, 1), dilation=(1, 1), groups=32, activation=act,
+                 has_residual=True, order=order, data_layout="NHWC", **extra)  # fmt: skip
+    b = GraphBuilder()
+    xv = b.input("x", TensorType(x.shape, DType.f32))
+    rv = b.input("r", TensorType(res.shape, DType.f32))
+    y = b.op("fused_conv2d", [xv, b.constant("w", wt), b.constant("b", bias), rv], attrs)
+    got, want = both(b.build([y]), [x, res])
+    assert np.abs(got - want).max() <= reduction_bound(9, want)

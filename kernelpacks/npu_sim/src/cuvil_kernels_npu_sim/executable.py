@@ -22,7 +22,7 @@ import numpy as np
 
 from cuvil_kernels_npu_sim.config import NpuConfig
 from cuvil_kernels_npu_sim.energy import energy_fields, power_fields, static_mw
-from cuvil_kernels_npu_sim.lowering import Layer
+from cuvil_kernels_npu_sim.layer import Layer
 from cuvil_kernels_npu_sim.lowering_transformer import DMA_MOVES, dma_move, dma_move_metrics
 from cuvil_kernels_npu_sim.metrics import ENERGY_KEYS, layer_metrics, trace_text
 from cuvil_kernels_npu_sim.simulator import simulate

@@ -16,15 +16,18 @@ off.
 
 from __future__ import annotations
 
-from cuvil_kernels_npu_sim.config import NpuConfig
+from cuvil_kernels_npu_sim.layer import Layer, build_program, out_shape
 from cuvil_kernels_npu_sim.lower_gemm import Residual
-from cuvil_kernels_npu_sim.lowering import LOWERINGS, Layer, Unsupported, check_node
+from cuvil_kernels_npu_sim.lowering import qconv2d_program, qlinear_program
+from cuvil_kernels_npu_sim.plugin import PACK
 from cuvil_ref.ir.graph import Graph, Node
+from cuvil_ref.plugin.kit import CheckContext
 
-FUSABLE = frozenset({"qconv2d", "qlinear"})
+#: Layers a qadd can run inside: op -> its program builder, which takes ``residual=``.
+FUSABLE = {"qconv2d": qconv2d_program, "qlinear": qlinear_program}
 
 
-def plan_residuals(graph: Graph, cfg: NpuConfig) -> dict[str, tuple[Node, int]]:
+def plan_residuals(graph: Graph, cx: CheckContext) -> dict[str, tuple[Node, int]]:
     """Layer output name -> (the qadd to fuse behind it, the qadd operand index it feeds)."""
     users, producers = graph.users(), graph.producers()
     position = {n.outputs[0].name: i for i, n in enumerate(graph.nodes)}
@@ -41,14 +44,15 @@ def plan_residuals(graph: Graph, cfg: NpuConfig) -> dict[str, tuple[Node, int]]:
                 continue
             if other.name in position and position[other.name] > position[v.name]:
                 continue  # the other operand is computed after the layer
-            if check_node(layer, graph, cfg) is None and check_node(add, graph, cfg) is None:
+            if PACK.reason(layer, cx) is None and PACK.reason(add, cx) is None:
                 plan[v.name] = (add, i)
                 break
     return plan
 
 
-def lower_fused(layer: Node, add: Node, index: int, graph: Graph, cfg: NpuConfig) -> Layer:
-    """`layer` with `add` fused behind it (its output is operand `index` of the add)."""
+def lower_fused(layer: Node, add: Node, index: int, cx: CheckContext) -> Layer:
+    """`layer` with `add` fused behind it (its output is operand `index` of the add); raises the
+    kit's `Decline` when the fused program cannot be built."""
     a = add.attrs
     residual = Residual(
         skip_off=-1,  # set by the lowering once the "skip" region exists
@@ -62,12 +66,8 @@ def lower_fused(layer: Node, add: Node, index: int, graph: Graph, cfg: NpuConfig
         qmin=a["qmin"],
         qmax=a["qmax"],
     )
-    fn, _ = LOWERINGS[layer.op]
-    try:
-        program = fn(layer, graph, cfg, residual=residual)
-    except (ValueError, NotImplementedError) as exc:
-        raise Unsupported(f"{layer.op}+qadd: {exc}") from exc
+    build = FUSABLE[layer.op]
+    program = build_program(build, layer, cx.graph, cx.config, residual=residual)
     out = add.outputs[0]
     inputs = ((layer.inputs[0].name, "x"), (add.inputs[1 - index].name, "skip"))
-    shape = tuple(int(d) for d in out.type.shape)
-    return Layer(out.name, f"{layer.op}+qadd", program, inputs, out.name, shape)
+    return Layer(out.name, f"{layer.op}+qadd", program, inputs, out.name, out_shape(add))

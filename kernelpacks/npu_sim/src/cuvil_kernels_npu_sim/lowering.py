@@ -1,22 +1,22 @@
-"""IR node -> NPU layer: the pack's coverage (`LOWERINGS`, `DATA_MOVEMENT`) and its claims.
+"""IR node -> NPU layer: the pack's lowering table (`TABLE`, kit `Lowering` records) and checks.
 
 Each quantized op lowers to one layer `Program` (weights and requantization tables are baked in
 from the graph's constants); the `Layer` records which IR values feed which program regions.
 Pure data-movement ops on int8 (`reshape`, `flatten`, `squeeze`, `unsqueeze`) reinterpret a
 contiguous DRAM tensor and have no program (a layout change they imply is costed by the
-executable). `check_node` states exactly what is lowered, with the reason for everything else;
-as a last guard it runs the lowering itself, so a claim is never broken by a tiling limit.
+executable); the DMA moves (`transpose`, `permute`, `slice`, `expand`) have none either. A limit
+of the array is a kit `Decline` with the reason; the pack claims a node exactly when its layer
+builds (`KernelPack(probe=True)`), and lowers a partition with the same `PACK.lower`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from cuvil_kernels_npu_sim.config import NpuConfig
+from cuvil_kernels_npu_sim.layer import move_layer, program_layer
 from cuvil_kernels_npu_sim.lower_conv import lower_qconv2d, lower_qlinear, lower_qmatmul
 from cuvil_kernels_npu_sim.lower_eltwise import lower_qadd
 from cuvil_kernels_npu_sim.lower_pool import (
@@ -38,24 +38,6 @@ BOUNDARY = families.QUANT_BOUNDARY
 MAX_PAD = 7  # LOAD inserts at most 7 padding elements per side
 
 
-class Unsupported(Decline):
-    """A node npu_sim declines; the message is the reason shown to the user (the kit's
-    ``Decline``, so a trial lowering while claiming turns it into the node's reason)."""
-
-
-@dataclass(frozen=True)
-class Layer:
-    """One node of a partition: its program (None for data movement) and region bindings."""
-
-    node: str  # the node's first output name
-    op: str
-    program: Program | None
-    inputs: tuple[tuple[str, str], ...]  # (IR value, program input region)
-    output: str
-    out_shape: tuple[int, ...]
-    attrs: Mapping[str, Any] = field(default_factory=dict)  # DMA moves: the node's attributes
-
-
 def _shape(node: Node, i: int) -> tuple[int, ...]:
     return tuple(int(d) for d in node.inputs[i].type.shape)
 
@@ -65,7 +47,7 @@ def _const(node: Node, graph: Graph, i: int, what: str) -> np.ndarray | None:
         return None
     name = node.inputs[i].name
     if name not in graph.constants:
-        raise Unsupported(
+        raise Decline(
             f"{what} '%{name}' is a runtime value; npu_sim bakes {what}s into the program, so "
             "it must be a graph constant"
         )
@@ -76,20 +58,20 @@ def _sym_pad(node: Node) -> tuple[int, int]:
     """``(ph, pw)``: LOAD pads top == bottom and left == right, at most 7 elements per side."""
     pads = checks.symmetric_padding(node, MAX_PAD)
     if isinstance(pads, str):
-        raise Unsupported(pads)
+        raise Decline(pads)
     return pads
 
 
 def _no_ceil(op: str, node: Node) -> None:
     if node.attrs["ceil_mode"]:
-        raise Unsupported(f"{op}: ceil_mode=True is not supported (floor output sizes only)")
+        raise Decline(f"{op}: ceil_mode=True is not supported (floor output sizes only)")
 
 
 def _table(node: Node, counts: list[int]) -> dict[int, tuple[int, int]]:
     mult, shift = node.attrs["multiplier"], node.attrs["shift"]
     missing = [n for n in counts if n > len(mult)]
     if missing:
-        raise Unsupported(
+        raise Decline(
             f"{node.op}: windows of {missing} elements but the multiplier table covers "
             f"1..{len(mult)}"
         )
@@ -101,7 +83,7 @@ def _out(node: Node) -> dict[str, int]:
     return {"out_zp": a["out_zp"], "qmin": a["qmin"], "qmax": a["qmax"]}
 
 
-def _qconv2d(node: Node, graph: Graph, cfg: NpuConfig, **extra: Any) -> Program:
+def qconv2d_program(node: Node, graph: Graph, cfg: NpuConfig, **extra: Any) -> Program:
     a = node.attrs
     weight = _const(node, graph, 1, "weight")
     bias = _const(node, graph, 2, "bias")
@@ -123,7 +105,7 @@ def _qconv2d(node: Node, graph: Graph, cfg: NpuConfig, **extra: Any) -> Program:
     )
 
 
-def _qlinear(node: Node, graph: Graph, cfg: NpuConfig, **extra: Any) -> Program:
+def qlinear_program(node: Node, graph: Graph, cfg: NpuConfig, **extra: Any) -> Program:
     a = node.attrs
     return lower_qlinear(
         _shape(node, 0),
@@ -142,7 +124,7 @@ def _qlinear(node: Node, graph: Graph, cfg: NpuConfig, **extra: Any) -> Program:
 def _qmatmul(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
     a_shape, b_shape = _shape(node, 0), _shape(node, 1)
     if len(a_shape) < 2 or len(a_shape) != len(b_shape) or a_shape[:-2] != b_shape[:-2]:
-        raise Unsupported(
+        raise Decline(
             f"qmatmul: shapes {list(a_shape)} @ {list(b_shape)}: npu_sim needs rank >= 2 and "
             "equal batch dims (no broadcasting, no 1-D operands)"
         )
@@ -163,12 +145,12 @@ def _qmatmul(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
 def _qadd(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
     a_shape, b_shape = _shape(node, 0), _shape(node, 1)
     if a_shape != b_shape:
-        raise Unsupported(
+        raise Decline(
             f"qadd: broadcasting {list(a_shape)} + {list(b_shape)} is not supported; "
             "npu_sim adds tensors of equal shape"
         )
     if 0 in a_shape:
-        raise Unsupported("qadd: empty tensors are not lowered")
+        raise Decline("qadd: empty tensors are not lowered")
     a = node.attrs
     return lower_qadd(
         a_shape,
@@ -187,7 +169,7 @@ def _pool_pad(node: Node) -> tuple[int, int]:
     ph, pw = _sym_pad(node)
     kh, kw = node.attrs["kernel"]
     if ph > kh // 2 or pw > kw // 2:
-        raise Unsupported(f"{node.op}: padding ({ph}, {pw}) exceeds half the kernel {(kh, kw)}")
+        raise Decline(f"{node.op}: padding ({ph}, {pw}) exceeds half the kernel {(kh, kw)}")
     return ph, pw
 
 
@@ -229,7 +211,7 @@ def _qadaptive_avg_pool2d(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
     x_shape = _shape(node, 0)
     (h, w), (oh, ow) = x_shape[2:], node.attrs["output_size"]
     if h % oh or w % ow:
-        raise Unsupported(
+        raise Decline(
             f"qadaptive_avg_pool2d: input {h}x{w} is not a multiple of output {oh}x{ow} "
             "(non-uniform adaptive windows are not supported)"
         )
@@ -245,21 +227,9 @@ def _qadaptive_avg_pool2d(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
     )
 
 
-LowerFn = Callable[[Node, Graph, NpuConfig], Program]
-
-# op -> (lowering, (input index, region) pairs that are runtime tensors)
-LOWERINGS: Mapping[str, tuple[LowerFn, tuple[tuple[int, str], ...]]] = {
-    "qconv2d": (_qconv2d, ((0, "x"),)),
-    "qlinear": (_qlinear, ((0, "x"),)),
-    "qmatmul": (_qmatmul, ((0, "a"), (1, "b"))),
-    "qadd": (_qadd, ((0, "a"), (1, "b"))),
-    "qmax_pool2d": (_qmax_pool2d, ((0, "x"),)),
-    "qavg_pool2d": (_qavg_pool2d, ((0, "x"),)),
-    "qadaptive_avg_pool2d": (_qadaptive_avg_pool2d, ((0, "x"),)),
-    **SFU_LOWERINGS,
-}
-
-SUPPORTED_OPS = frozenset(LOWERINGS) | DATA_MOVEMENT | DMA_MOVES
+INT8 = frozenset({DType.i8})
+#: Data movement on int8 tensors: views (a new shape over the same DRAM bytes) and DMA moves.
+MOVES = DATA_MOVEMENT | DMA_MOVES
 
 
 def float_reason(node: Node, cx: CheckContext | None = None) -> str | None:
@@ -270,58 +240,21 @@ def float_reason(node: Node, cx: CheckContext | None = None) -> str | None:
     return None
 
 
-def _precheck(node: Node) -> None:
-    values = [*node.inputs, *node.outputs]
-    if reason := float_reason(node):
-        raise Unsupported(reason)
-    if node.op not in SUPPORTED_OPS:
-        raise Unsupported(
-            f"op '{node.op}' has no npu_sim lowering "
-            f"(npu_sim runs {', '.join(sorted(SUPPORTED_OPS))})"
-        )
-    for v in values:
-        if not all(isinstance(d, int) for d in v.type.shape):
-            raise Unsupported(
-                f"'%{v.name}' has symbolic dims {list(v.type.shape)}; npu_sim programs are "
-                "lowered for static shapes"
-            )
-    if node.op in DATA_MOVEMENT | DMA_MOVES and node.inputs[0].type.dtype != DType.i8:
-        raise Unsupported(
-            f"{node.op} on {node.inputs[0].type.dtype.value}: npu_sim moves int8 tensors only"
-        )
+#: What every node must pass before its op's lowering is tried. An empty tensor leaves the array
+#: nothing to compute: its program would wait forever for a token (found by the graph fuzzer).
+CHECKS = (float_reason, checks.static_shapes, checks.nonempty)
 
-
-def lower_node(node: Node, graph: Graph, cfg: NpuConfig) -> Layer:
-    """The layer for `node` of `graph`; raises `Unsupported` with the reason."""
-    _precheck(node)
-    out = node.outputs[0]
-    shape = tuple(int(d) for d in out.type.shape)
-    if node.op in DATA_MOVEMENT | DMA_MOVES:
-        x = ((node.inputs[0].name, "x"),)
-        return Layer(out.name, node.op, None, x, out.name, shape, dict(node.attrs))
-    fn, runtime = LOWERINGS[node.op]
-    try:
-        program = fn(node, graph, cfg)
-    except (ValueError, NotImplementedError) as exc:
-        raise Unsupported(f"{node.op}: {exc}") from exc
-    bindings = tuple((node.inputs[i].name, region) for i, region in runtime)
-    return Layer(out.name, node.op, program, bindings, out.name, shape)
-
-
-def _trial(node: Node, cx: CheckContext) -> Layer:
-    """The kit's lowering of a node: its layer (raising ``Unsupported`` with the reason)."""
-    return lower_node(node, cx.graph, cx.config)
-
-
-#: The kit's lowering table (its keys are the coverage): every op is claimed by a trial lowering
-#: (``KernelPack(probe=True)``), so a claim never breaks on a tiling limit only lowering sees.
-TABLE: dict[str, Lowering] = {op: Lowering(_trial) for op in sorted(SUPPORTED_OPS)}
-
-
-def check_node(node: Node, graph: Graph, cfg: NpuConfig) -> str | None:
-    """None when npu_sim lowers `node` bit-exactly, else the reason it declines."""
-    try:
-        lower_node(node, graph, cfg)
-    except Unsupported as exc:
-        return str(exc)
-    return None
+#: The kit's lowering table (its keys are the coverage): ``lower(node, cx)`` is the node's
+#: `Layer`. The pack claims by trial lowering (``KernelPack(probe=True)``), so a claim never
+#: breaks on a tiling limit only lowering sees.
+TABLE: dict[str, Lowering] = {
+    "qconv2d": Lowering(program_layer(qconv2d_program, (0, "x"))),
+    "qlinear": Lowering(program_layer(qlinear_program, (0, "x"))),
+    "qmatmul": Lowering(program_layer(_qmatmul, (0, "a"), (1, "b"))),
+    "qadd": Lowering(program_layer(_qadd, (0, "a"), (1, "b"))),
+    "qmax_pool2d": Lowering(program_layer(_qmax_pool2d, (0, "x"))),
+    "qavg_pool2d": Lowering(program_layer(_qavg_pool2d, (0, "x"))),
+    "qadaptive_avg_pool2d": Lowering(program_layer(_qadaptive_avg_pool2d, (0, "x"))),
+    **SFU_LOWERINGS,
+    **{op: Lowering(move_layer, INT8) for op in sorted(MOVES)},
+}

@@ -16,10 +16,12 @@ import numpy as np
 
 from cuvil_kernels_npu_sim.config import NpuConfig
 from cuvil_kernels_npu_sim.energy import energy_fields
+from cuvil_kernels_npu_sim.layer import program_layer
 from cuvil_kernels_npu_sim.lower_sfu import lower_qlayer_norm, lower_qlut, lower_qsoftmax
 from cuvil_kernels_npu_sim.program import Program
 from cuvil_ref.ir.graph import Graph, Node
 from cuvil_ref.ops import families
+from cuvil_ref.plugin.kit import Lowering
 
 #: Data movement the DMA engine runs on int8 tensors (split has several outputs; a layer has one).
 DMA_MOVES = families.REARRANGEMENTS - {"split"}
@@ -53,10 +55,11 @@ def _qlut(node: Node, graph: Graph, cfg: NpuConfig) -> Program:
     )  # fmt: skip
 
 
-LOWERINGS = {
-    "qsoftmax": (_qsoftmax, ((0, "x"),)),
-    "qlayer_norm": (_qlayer_norm, ((0, "x"),)),
-    "qlut": (_qlut, ((0, "x"),)),
+#: Kit lowerings of the integer transformer ops (part of the pack's table).
+LOWERINGS: dict[str, Lowering] = {
+    "qsoftmax": Lowering(program_layer(_qsoftmax, (0, "x"))),
+    "qlayer_norm": Lowering(program_layer(_qlayer_norm, (0, "x"))),
+    "qlut": Lowering(program_layer(_qlut, (0, "x"))),
 }
 
 

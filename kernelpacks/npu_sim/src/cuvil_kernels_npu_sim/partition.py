@@ -11,16 +11,19 @@ from typing import Any
 
 from cuvil_kernels_npu_sim.executable import NpuExecutable
 from cuvil_kernels_npu_sim.fusion import lower_fused, plan_residuals
-from cuvil_kernels_npu_sim.lowering import Unsupported, lower_node
 from cuvil_kernels_npu_sim.options import config_for
+from cuvil_kernels_npu_sim.plugin import PACK
 from cuvil_ref.errors import TargetError
 from cuvil_ref.ir.graph import Graph
+from cuvil_ref.plugin import TargetSpec
+from cuvil_ref.plugin.kit import CheckContext, Decline
 
 
 def lower_partition(target: str, graph: Graph, options: Mapping[str, Any]) -> NpuExecutable:
     """An executable for `graph` on `target` with validated `options` (extra keys ignored)."""
     cfg = config_for(target, options)
-    fused = plan_residuals(graph, cfg) if options.get("fuse_residual", True) else {}
+    cx = CheckContext(graph, TargetSpec(target), cfg)
+    fused = plan_residuals(graph, cx) if options.get("fuse_residual", True) else {}
     absorbed: set[int] = set()  # qadd nodes that run inside their producer's program
     layers = []
     for node in graph.nodes:
@@ -31,14 +34,14 @@ def lower_partition(target: str, graph: Graph, options: Mapping[str, Any]) -> Np
         if node.outputs[0].name in fused:
             add, index = fused[node.outputs[0].name]
             try:
-                layers.append(lower_fused(node, add, index, graph, cfg))
+                layers.append(lower_fused(node, add, index, cx))
                 absorbed.add(id(add))
                 continue
-            except Unsupported:  # e.g. a grouped conv: run the pair as two layers
+            except Decline:  # e.g. a grouped conv: run the pair as two layers
                 pass
         try:
-            layers.append(lower_node(node, graph, cfg))
-        except Unsupported as exc:
+            layers.append(PACK.lower(node, cx))
+        except Decline as exc:
             raise TargetError(
                 f"target '{target}' cannot lower node {node.describe()}: {exc} (the partitioner "
                 "should have sent it to 'ref')"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from cuvil_kernels_npu_sim.config import TARGETS
-from cuvil_kernels_npu_sim.lowering import TABLE, float_reason
+from cuvil_kernels_npu_sim.lowering import CHECKS, TABLE
 from cuvil_kernels_npu_sim.options import config_for, option_specs, validate_options
 from cuvil_ref.plugin import Availability, Executable, TargetInfo, TargetPreferences, TargetSpec
 from cuvil_ref.plugin.kit import KernelPack, LowerRequest
@@ -52,7 +52,7 @@ PACK = KernelPack(
     preferences=TargetPreferences(requires_quantize="int8"),
     configure=lambda target: config_for(target.name, target.options),
     validate=validate,
-    checks=(float_reason,),
+    checks=CHECKS,
     probe=True,
     verify_claims=False,  # lowering the partition re-lowers every node and names any it declines
 )

@@ -81,18 +81,11 @@ def lower(node: Node, cx: LowerContext) -> None:
         wpk = _packed(cx, w.name, "dw", lambda: depthwise.pack_depthwise(weight))
         bb = _packed(cx, f"{w.name}.bias", "dwb", lambda: _bias(bias, o))
         if c % 16 == 0:
-            from cuvil_kernels_cpu.kernels import depthwise_tiled, gemm
+            from cuvil_kernels_cpu.kernels import depthwise_tiled
 
-            h, wd = cx.bufs[xin].shape[1], cx.bufs[xin].shape[2]
-            p4 = pads4(padding)
-            hp = max(h + p4[0] + p4[2], (oh - 1) * stride[0] + (kh - 1) * dilation[0] + 1)
-            wp_ = max(wd + p4[1] + p4[3], (ow - 1) * stride[1] + (kw - 1) * dilation[1] + 1)
-            xpad = cx.fresh(f"{node.outputs[0].name}.pad")
-            cx.new(xpad, (n, hp, wp_, c), np.float32)
-            cx.add(gemm.pad_nhwc, [xin], [xpad], algo="pad", static=(p4[0], p4[1]))
-            g6 = np.array([kh, kw, *stride, *dilation], np.int64)
-            cx.add(depthwise_tiled.depthwise_tiled, [xpad, wpk, bb, res], [dst],
-                   algo="depthwise", static=(g6, lo, hi, act, res_mode), flops=flops)  # fmt: skip
+            # The border pixels are computed apart, so the input is read in place (no padding).
+            cx.add(depthwise_tiled.depthwise_tiled, [xin, wpk, bb, res], [dst],
+                   algo="depthwise", static=(geom, lo, hi, act, res_mode), flops=flops)  # fmt: skip
             cx.choose({"algorithm": "depthwise", "why": "one input channel per group; "
                        "register tile over 6 pixels x 64 channels"})  # fmt: skip
         else:
