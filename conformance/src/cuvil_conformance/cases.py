@@ -49,8 +49,8 @@ class InputSpec:
 
     ``kind``: ``normal`` (float: 2*N(0,1); int: small ints), ``positive`` (> 0), ``edge`` (±0,
     NaN, ±Inf, subnormals, limits, ties, then random), ``full`` (the dtype's whole range),
-    ``index:N`` (integers in [0, N)), ``bool``, ``unit`` (uniform in [-1, 1]), ``small`` (ints in
-    [-8, 8]).
+    ``index:N`` (integers in [0, N)), ``offsets:N`` (bag offsets into N indices: sorted, in
+    [0, N], the first 0), ``bool``, ``unit`` (uniform in [-1, 1]), ``small`` (ints in [-8, 8]).
     """
 
     shape: tuple[int, ...]
@@ -66,6 +66,9 @@ class InputSpec:
             flat = rng.random(n) < 0.5
         elif kind == "index":
             flat = rng.integers(0, int(arg), n)
+        elif kind == "offsets":
+            flat = np.sort(rng.integers(0, int(arg) + 1, n))
+            flat[:1] = 0
         elif dt.is_float:
             if kind == "positive":
                 flat = np.abs(rng.standard_normal(n)) * 2 + 0.05

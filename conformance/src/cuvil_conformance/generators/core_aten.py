@@ -184,6 +184,44 @@ def slice_scatter_cases(op: str, quick: bool) -> Iterator[Case]:
         yield make_case(op, [InputSpec(shape), InputSpec(src)], attrs)
 
 
+def embedding_bag_cases(op: str, quick: bool) -> Iterator[Case]:
+    grid = [
+        # offsets (sorted, may repeat: empty bags give zeros), attrs, per-sample weights
+        ((4,), {"mode": "sum"}, False),
+        ((4,), {"mode": "mean", "padding_idx": 2}, False),
+        ((4,), {"mode": "max"}, False),
+        ((5,), {"mode": "sum", "include_last_offset": True}, True),
+    ]
+    for offsets, attrs, weighted in _grid(grid, quick):
+        ins = [
+            InputSpec((7, 3), const=True),
+            InputSpec((9,), "i64", "index:7"),
+            InputSpec(offsets, "i64", "offsets:9"),
+        ]
+        if weighted:
+            ins.append(InputSpec((9,)))
+        yield make_case(op, ins, attrs, reduce_len=9)
+
+
+def col2im_cases(op: str, quick: bool) -> Iterator[Case]:
+    grid = [
+        # x [N, C*KH*KW, L], attrs (L: the blocks that fit the padded output)
+        ((1, 8, 9), {"output_size": (4, 4), "kernel": (2, 2)}),
+        (
+            (2, 12, 6),
+            {
+                "output_size": (5, 6),
+                "kernel": (2, 3),
+                "stride": (2, 2),
+                "padding": (1, 1),
+                "dilation": (1, 2),
+            },
+        ),
+    ]
+    for shape, attrs in _grid(grid, quick):
+        yield make_case(op, [InputSpec(shape)], attrs, reduce_len=6)
+
+
 for _op, _gen in {
     "conv3d": conv3d_cases,
     "conv_transpose": conv_transpose_cases,
@@ -198,5 +236,7 @@ for _op, _gen in {
     "masked_scatter": masked_scatter_cases,
     "scatter": scatter_cases,
     "slice_scatter": slice_scatter_cases,
+    "embedding_bag": embedding_bag_cases,
+    "col2im": col2im_cases,
 }.items():
     register_generator(_op, _gen)
