@@ -5,7 +5,9 @@
 
 Each op gets a summary row and a section: its signature (inputs, typed attributes with defaults in
 the textual-IR syntax), the doc string with its formula, accepted dtypes, outputs, category and
-version.
+version, and its per-op test knowledge: family, tolerance class, the semantic rules its
+conformance grid covers and whether it has a torch twin. A table of the tolerance classes ends
+the page, so ``docs/conformance.md`` need not list ops.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 
 from cuvil_ref.ir.dtypes import ALL_DTYPES, DType
 from cuvil_ref.ir.printer import format_attr_value
+from cuvil_ref.ops.families import TOLERANCE_CLASSES
 from cuvil_ref.ops.registry import ATTR_KINDS, REQUIRED, Attr, OpDef
 
 DEFAULT_OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "ops.md"
@@ -58,7 +61,27 @@ def render_ops_markdown(ops: Iterable[OpDef] | None = None) -> str:
         lines += ["", f"## {category}"]
         for d in (d for d in opdefs if d.category == category):
             lines += ["", *op_section(d)]
+    lines += ["", *tolerance_table(opdefs)]
     return "\n".join(lines) + "\n"
+
+
+def tolerance_table(opdefs: Sequence[OpDef]) -> list[str]:
+    """Which ops are held to which float bound (integer results are always bit-exact)."""
+    lines = [
+        "## Tolerance classes",
+        "",
+        "How close a pack's float result must be to the interpreter's; integer, bool and quantized",
+        "results are bit-exact whatever the class. Formulas: [conformance.md](conformance.md).",
+        "",
+        "| class | bound | ops |",
+        "|---|---|---|",
+    ]
+    classes = sorted({d.tolerance for d in opdefs})
+    for cls in classes:
+        key = cls if cls in TOLERANCE_CLASSES else re.sub(r"\d+$", "N", cls)
+        names = ", ".join(f"`{d.name}`" for d in opdefs if d.tolerance == cls)
+        lines.append(f"| `{cls}` | {_cell(TOLERANCE_CLASSES.get(key, ''))} | {names} |")
+    return lines
 
 
 def signature(d: OpDef) -> str:
@@ -79,9 +102,13 @@ def op_section(d: OpDef) -> list[str]:
         "",
         _doc(d),
         "",
-        f"- **category:** {d.category} · **version:** {d.version}",
+        f"- **category:** {d.category} · **family:** {d.family} · **version:** {d.version}",
         f"- **input dtypes:** {_dtypes(d.dtypes)}",
+        f"- **tolerance:** `{d.tolerance}` · **torch twin:** {'yes' if d.torch_twin else 'no'}",
     ]
+    rules = list(dict.fromkeys(p.rule for p in d.conformance.grid))
+    if rules:
+        lines.append(f"- **conformance rules:** {', '.join(rules)}")
     if d.attrs:
         lines += ["", "| attribute | kind | default | doc |", "|---|---|---|---|"]
         for a in d.attrs:

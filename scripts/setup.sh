@@ -23,6 +23,8 @@ $PIP install --quiet --disable-pip-version-check \
     -e kernelpacks/hip \
     -e "kernelpacks/cpu[bench]" \
     -e cuvil_ref/plugin/example_pack
+# test fixture, never shipped: planted-bug packs that prove the conformance suite can fail
+$PIP install --quiet --disable-pip-version-check -e conformance/tests/mutants
 # KServe's resource schemas for the offline manifest check (deploy/kserve/validate.py reads the
 # SDK wheel as data; nothing of it is installed or run).
 if ! ls .cache/schemas/kserve-0.21.0-*.whl >/dev/null 2>&1; then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run every test of all six distributions (each distribution's suite in its own pytest run).
-#   bash scripts/test.sh            the full run: lint, mypy, every suite, the kernel compile check
+#   bash scripts/test.sh            the full run: lint, mypy, every suite, a bounded graph fuzz,
+#                                   the kernel compile check
 #   bash scripts/test.sh --quick    the edit-loop run (a few minutes): lint and every suite without
 #                                   the tests marked `slow` (big zoo models, the CUDA simulator's
 #                                   end-to-end and conformance runs, offline compiles); no mypy or
@@ -39,6 +40,12 @@ run "cuvil-kernels-hip" kernelpacks/hip/tests -q
 run "cuvil-kernels-cpu" kernelpacks/cpu/tests -q
 run "cuvil-kernels-example" cuvil_ref/plugin/example_pack/tests -q
 if [ "$QUICK" = 0 ]; then
+    echo "=== conformance graph fuzzer, bounded (ref, torch twins, npu-v3, cuda simulator)"
+    FUZZ="$PY -m cuvil_conformance.cli fuzz --seed 1 --save-dir ${TMPDIR:-/tmp}/cuvil-fuzz-failures"
+    $FUZZ --target ref --seconds 60 || status=1
+    $FUZZ --target ref --mode torch --seconds 30 || status=1
+    $FUZZ --target npu-v3 --seconds 60 || status=1
+    NUMBA_ENABLE_CUDASIM=1 $FUZZ --target cuda --seconds 120 --batch 10 || status=1
     echo "=== hip/cuda kernel compile check (nvcc sm_80/sm_90, hipcc gfx90a/gfx942)"
     MISSING=(--allow-missing)
     if [ "${CUVIL_REQUIRE_COMPILERS:-0}" = 1 ]; then MISSING=(); fi

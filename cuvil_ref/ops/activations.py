@@ -19,6 +19,7 @@ from cuvil_ref.ir.dtypes import FLOAT_DTYPES, DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import TensorType
 from cuvil_ref.ops.elementwise import NUMERIC, same_type
+from cuvil_ref.ops.grid import grid, point, torch_fn
 from cuvil_ref.ops.mathfn import erf
 from cuvil_ref.ops.registry import Attr, OpDef, register
 
@@ -116,7 +117,80 @@ FLOAT_ACTIVATIONS: list[tuple[str, Callable[..., np.ndarray], str, tuple[Attr, .
         (Attr("negative_slope", "float", 0.01, "slope for x <= 0"),),
     ),
     ("mish", _mish, "y = x * tanh(log(1 + e^x))  (mish(-inf) = NaN)", ()),
+    ("softsign", lambda x: x / (1.0 + np.abs(x)), "y = x / (1 + |x|)  (softsign(+-inf) = NaN)", ()),
 ]
+
+_F = "nn.functional."
+
+
+def _clamp_twin(torch: Any, x: Any, *, min: float | None, max: float | None) -> Any:
+    """torch.clamp; an int tensor gets int bounds (Cuvil keeps its dtype, where torch would
+    promote to float for float bounds; the frontend inserts the cast)."""
+    if not x.dtype.is_floating_point:
+        min, max = (None if b is None else int(b) for b in (min, max))
+    return torch.clamp(x, min, max)
+#: Per-op knowledge beyond the table rows: conformance grids (attribute values worth testing,
+#: each tagged with its rule), extra edge values, tolerance class where not ulp:4, torch twins.
+EXTRA: dict[str, dict[str, Any]] = {
+    "sigmoid": {"torch_twin": torch_fn("sigmoid"), "conformance": grid(edges=(-88.8, 30.0))},
+    "tanh": {"torch_twin": torch_fn("tanh"), "conformance": grid(edges=(1e-4, -9.1, 20.0))},
+    "gelu": {
+        "torch_twin": torch_fn(_F + "gelu"),
+        # erf and tanh forms differ by ~1e-4 near |x| = 2: each must be computed as named
+        "conformance": grid(
+            point("approximate", approximate="none"),
+            point("approximate", approximate="tanh"),
+            edges=(-2.0, 2.0, -5.5, 10.0),
+        ),
+    },
+    "silu": {"torch_twin": torch_fn(_F + "silu"), "conformance": grid(edges=(-90.0, 90.0))},
+    "hardswish": {"torch_twin": torch_fn(_F + "hardswish")},
+    "hardsigmoid": {"torch_twin": torch_fn(_F + "hardsigmoid")},
+    "softplus": {
+        "torch_twin": torch_fn(_F + "softplus"),
+        # the threshold compares beta * x, not x: beta 2, x between threshold/2 and threshold
+        "conformance": grid(
+            point(),
+            point("threshold", beta=2.0, threshold=5.0),
+            edges=(2.75, 3.5, 4.9, 21.0, -21.0),
+        ),
+    },
+    "elu": {
+        "torch_twin": torch_fn(_F + "elu"),
+        # expm1, not exp - 1: small negative inputs
+        "conformance": grid(point(), point("alpha", alpha=0.5), edges=(-1e-3, -1e-5, -3e-7)),
+    },
+    "leaky_relu": {
+        "tolerance": "ulp:1",
+        "torch_twin": torch_fn(_F + "leaky_relu"),
+        # a slope above 1 separates the formula from max(x, slope * x)
+        "conformance": grid(
+            point(),
+            point("slope", negative_slope=0.2),
+            point("slope_above_one", negative_slope=1.5),
+        ),
+    },
+    "mish": {"torch_twin": torch_fn(_F + "mish")},
+    # near +-1 for large |x|: the division must not be a reciprocal estimate
+    "softsign": {"torch_twin": torch_fn(_F + "softsign"), "conformance": grid(edges=(1e-30, 3e38))},
+    "relu": {"tolerance": "exact", "torch_twin": torch_fn("relu")},
+    "relu6": {"tolerance": "exact", "torch_twin": torch_fn(_F + "relu6")},
+    "clamp": {
+        "tolerance": "exact",
+        "torch_twin": _clamp_twin,
+        "conformance": grid(
+            point("bounds", min=-1.0, max=2.0),
+            point("one_bound", min=0.0, max=None),
+            point("one_bound", min=None, max=1.0),
+            point("inverted_bounds", min=1.0, max=-1.0),
+        ),
+    },
+    "hardtanh": {
+        "tolerance": "exact",
+        "torch_twin": torch_fn(_F + "hardtanh"),
+        "conformance": grid(point(), point("bounds", min_val=-2.0, max_val=3.0)),
+    },
+}
 
 for _name, _fn, _formula, _attrs in FLOAT_ACTIVATIONS:
     register(
@@ -129,6 +203,7 @@ for _name, _fn, _formula, _attrs in FLOAT_ACTIVATIONS:
             attrs=_attrs,
             category="activation",
             dtypes=FLOAT_DTYPES,
+            **EXTRA.get(_name, {}),
         )
     )
 
@@ -188,5 +263,6 @@ for _name, _fn, _formula, _attrs, (_lo, _hi) in CLAMP_FAMILY:
             attrs=_attrs,
             category="activation",
             dtypes=NUMERIC,
+            **EXTRA.get(_name, {}),
         )
     )

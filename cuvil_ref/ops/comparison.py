@@ -13,6 +13,7 @@ import numpy as np
 from cuvil_ref.ir.dtypes import ALL_DTYPES, DType, promote
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import TensorType
+from cuvil_ref.ops.grid import torch_fn
 from cuvil_ref.ops.registry import OpDef, register
 from cuvil_ref.ops.shapes import broadcast_shapes
 
@@ -56,6 +57,8 @@ for _name, _fn, _formula in COMPARISONS:
             doc=_formula + " (broadcasting; bool result; NaN compares unequal to everything)",
             category="elementwise",
             dtypes=ALL_DTYPES,
+            tolerance="exact",
+            torch_twin=torch_fn(_name),
         )
     )
 
@@ -86,5 +89,7 @@ for _name, _fn, _formula, _dtypes in [
             doc=_formula + " (bool result)",
             category="elementwise",
             dtypes=_dtypes,
+            tolerance="exact",
+            torch_twin=torch_fn(_name),
         )
     )

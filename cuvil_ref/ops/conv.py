@@ -20,6 +20,8 @@ not), which spares the next conv a transpose.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
@@ -27,6 +29,7 @@ from cuvil_ref.errors import ShapeError
 from cuvil_ref.ir.dtypes import ALL_DTYPES, DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import TensorType, format_shape
+from cuvil_ref.ops.grid import GridPoint, grid, point
 from cuvil_ref.ops.layout_cache import cached_layout
 from cuvil_ref.ops.linalg import accumulator
 from cuvil_ref.ops.registry import Attr, OpDef, register
@@ -245,6 +248,55 @@ def _conv2d(
     return y.transpose(0, 3, 1, 2).astype(x.dtype, copy=False)
 
 
+def conv2d_twin(torch: Any, x: Any, weight: Any, bias: Any = None, **attrs: Any) -> Any:
+    """torch.nn.functional.conv2d, with the asymmetric padding applied by F.pad first."""
+    top, left, bottom, right = attrs["padding"]
+    x = torch.nn.functional.pad(x, (left, right, top, bottom))
+    return torch.nn.functional.conv2d(
+        x, weight, bias, stride=attrs["stride"], dilation=attrs["dilation"], groups=attrs["groups"]
+    )
+
+
+def _conv_point(
+    rule: str,
+    x: tuple[int, ...],
+    o_k: tuple[int, int, int],
+    stride: tuple[int, int] = (1, 1),
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0),
+    dilation: tuple[int, int] = (1, 1),
+    groups: int = 1,
+    bias: bool = True,
+    **kw: Any,
+) -> GridPoint:
+    o, kh, kw_ = o_k
+    shapes = (x, (o, x[1] // groups, kh, kw_)) + (((o,),) if bias else ())
+    return point(rule, shapes=shapes, consts=(1, 2) if bias else (1,), stride=stride,
+                 padding=padding, dilation=dilation, groups=groups, **kw)
+
+
+#: conv2d's grid: every attribute class, on odd sizes. Groups are tested with several input and
+#: output channels per group (a wrong channel-to-group mapping shows), not only depthwise.
+CONV2D_GRID = grid(
+    _conv_point("basic", (1, 3, 8, 8), (4, 3, 3), padding=(1, 1, 1, 1)),
+    _conv_point("stride", (2, 4, 9, 7), (6, 3, 3), (2, 2), (1, 1, 1, 1)),
+    _conv_point("stride", (1, 3, 11, 11), (5, 7, 7), (2, 2), (3, 3, 3, 3)),
+    _conv_point("depthwise", (1, 6, 7, 7), (6, 3, 3), padding=(1, 1, 1, 1), groups=6),
+    _conv_point("depthwise", (1, 12, 5, 5), (12, 3, 3), (2, 2), (1, 1, 1, 1), groups=12),
+    _conv_point("depthwise", (1, 4, 6, 6), (8, 3, 3), padding=(1, 1, 1, 1), groups=4),
+    _conv_point("groups", (1, 4, 9, 9), (6, 3, 3), padding=(1, 1, 1, 1), groups=2),
+    _conv_point("groups", (1, 6, 5, 7), (9, 3, 3), (1, 2), (1, 1, 1, 1), groups=3),
+    _conv_point("dilation", (1, 4, 9, 9), (4, 3, 3), padding=(2, 2, 2, 2), dilation=(2, 2),
+                groups=2),
+    _conv_point("dilation", (1, 2, 10, 9), (3, 3, 2), padding=(3, 1, 3, 0), dilation=(3, 1)),
+    _conv_point("pointwise", (1, 8, 6, 6), (4, 1, 1)),
+    _conv_point("asymmetric_padding", (1, 3, 5, 8), (2, 2, 3), (1, 2), (0, 1, 1, 0)),
+    _conv_point("asymmetric_padding", (1, 2, 6, 6), (3, 3, 3), padding=(2, 0, 0, 1)),
+    _conv_point("edge", (1, 2, 5, 5), (3, 3, 3), padding=(1, 1, 1, 1), bias=False,
+                values=("edge", "normal")),
+    _conv_point("f16", (1, 4, 6, 6), (4, 3, 3), bias=False, dtypes="f16"),
+)
+
+
 # tests/ops/test_conv.py reaches the two schemes by their former private names
 _im2col, _shift_gemm = im2col, shift_gemm
 
@@ -268,5 +320,7 @@ register(
         ),
         category="conv",
         dtypes=NUMERIC,
+        torch_twin=conv2d_twin,
+        conformance=CONV2D_GRID,
     )
 )

@@ -16,6 +16,7 @@ from cuvil_ref.errors import ShapeError
 from cuvil_ref.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES, STORAGE_DTYPES, DType, promote
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import TensorType
+from cuvil_ref.ops.grid import grid, point, torch_fn
 from cuvil_ref.ops.registry import Attr, OpDef, register
 from cuvil_ref.ops.shapes import broadcast_shapes
 
@@ -96,6 +97,38 @@ BINARY: list[tuple[str, Callable[[np.ndarray, np.ndarray], Any], str, frozenset[
     ("minimum", np.minimum, "y = min(a, b); NaN if either is NaN", NUMERIC),
 ]
 
+_PROMOTION = (
+    point("promotion", shapes=((3, 4), (3, 4)), dtypes=("f32", "f16")),
+    point("promotion", shapes=((3, 4), (4,)), dtypes=("i32", "f32")),
+)
+#: Per-op knowledge of the table ops beyond their row: tolerance class (default ulp:4), the
+#: conformance grid and edge values, the torch twin. Sign and selection ops are exact; the
+#: IEEE-correctly-rounded ones are held to 1 ulp.
+EXTRA: dict[str, dict[str, Any]] = {
+    "neg": {"tolerance": "exact", "torch_twin": torch_fn("neg")},
+    "abs": {"tolerance": "exact", "torch_twin": torch_fn("abs")},
+    "exp": {"torch_twin": torch_fn("exp"), "conformance": grid(edges=(88.7, -103.9, 89.0))},
+    "log": {"torch_twin": torch_fn("log"), "conformance": grid(domain="positive")},
+    "sqrt": {
+        "tolerance": "ulp:1",
+        "torch_twin": torch_fn("sqrt"),
+        "conformance": grid(domain="positive"),
+    },
+    "rsqrt": {"torch_twin": torch_fn("rsqrt"), "conformance": grid(domain="positive")},
+    "erf": {"torch_twin": torch_fn("erf"), "conformance": grid(edges=(1e-30, 4.0, -6.0))},
+    "add": {"tolerance": "ulp:1", "torch_twin": torch_fn("add"), "conformance": grid(*_PROMOTION)},
+    "sub": {"tolerance": "ulp:1", "torch_twin": torch_fn("sub")},
+    "mul": {"tolerance": "ulp:1", "torch_twin": torch_fn("mul"), "conformance": grid(*_PROMOTION)},
+    "div": {"tolerance": "ulp:1", "torch_twin": torch_fn("div")},
+    "pow": {"torch_twin": torch_fn("pow"), "conformance": grid(domain="positive")},
+    "maximum": {
+        "tolerance": "exact",
+        "torch_twin": torch_fn("maximum"),
+        "conformance": grid(*_PROMOTION),
+    },
+    "minimum": {"tolerance": "exact", "torch_twin": torch_fn("minimum")},
+}
+
 for _name, _fn, _formula, _dtypes in UNARY:
     register(
         OpDef(
@@ -106,6 +139,7 @@ for _name, _fn, _formula, _dtypes in UNARY:
             doc=_formula,
             category="elementwise",
             dtypes=_dtypes,
+            **EXTRA.get(_name, {}),
         )
     )
 
@@ -119,6 +153,7 @@ for _name, _fn, _formula, _dtypes in BINARY:
             doc=_formula + " (broadcasting, PyTorch type promotion)",
             category="elementwise",
             dtypes=_dtypes,
+            **EXTRA.get(_name, {}),
         )
     )
 
@@ -144,6 +179,20 @@ register(
         reference=_where,
         doc="y = a where condition else b (broadcasting all three)",
         category="elementwise",
+        family="select",
+        tolerance="exact",
+        torch_twin=torch_fn("where"),
+        conformance=grid(
+            point(shapes=((3, 4), (3, 4), (3, 4)), dtypes=("bool", "f32", "f32")),
+            point("broadcast", shapes=((3, 1), (1, 4), ()), dtypes=("bool", "f32", "f32")),
+            point("int", shapes=((2, 3), (2, 3), (2, 3)), dtypes=("bool", "i32", "i32")),
+            point(
+                "edge",
+                shapes=((4, 5), (4, 5), (4, 5)),
+                dtypes=("bool", "f32", "f32"),
+                values=("bool", "nan_one:3", "edge"),
+            ),
+        ),
     )
 )
 
@@ -180,6 +229,17 @@ register(
         doc="y = x converted to `dtype` (float->int truncates toward zero, saturating; NaN -> 0; "
         "to a storage type such as f8e4m3fn or i4: round to nearest even, integers wrap)",
         category="elementwise",
+        tolerance="exact",
+        conformance=grid(
+            *(point("to_float", dtype=d) for d in ("f32", "f16")),
+            *(point("to_int", dtype=d) for d in ("i32", "i8")),
+            point("to_bool", dtype="bool"),
+            # float -> int: truncation toward zero at +-k.5 and saturation far outside the range
+            point("saturation", dtype="i8", shapes=((6, 8),), dtypes="f32", values="large:300"),
+            point("saturation", dtype="u8", shapes=((6, 8),), dtypes="f32", values="large:300"),
+            point("saturation", dtype="i32", shapes=((6, 8),), dtypes="f32", values="large:3e9"),
+            edges=(127.5, -128.5, 255.5, -0.5, 0.5, 2.5, -2.5, 1e10, -1e10),
+        ),
         dtypes=ALL_DTYPES | STORAGE_DTYPES,
     )
 )

@@ -13,6 +13,7 @@ from cuvil_ref.errors import ShapeError
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import TensorType
+from cuvil_ref.ops.grid import grid, point
 from cuvil_ref.ops.registry import Attr, OpDef, register
 
 
@@ -49,5 +50,14 @@ register(
             Attr("dtype", "dtype", "i64"),
         ),
         category="factory",
+        family="factory",
+        tolerance="exact",
+        conformance=grid(
+            point(size=(7,)),
+            point("int_dtype", size=(5,), start=-2.0, step=3.0, dtype="i32"),
+            # a float step: the values are start + i * step rounded once (not a running sum)
+            point("float_step", size=(6,), start=0.5, step=0.1, dtype="f32"),
+            point("empty", size=(0,)),
+        ),
     )
 )

@@ -1,20 +1,147 @@
-"""Op families: named sets of op names that passes, quantization and kernel packs share.
+"""Op families: the shared vocabulary of per-op knowledge, and named sets of ops.
 
-Code that treats a group of ops alike imports the group from here instead of spelling the names
-out (tinygrad's ``GroupOp``)::
+Two things live here, both imported everywhere instead of spelled-out lists (tinygrad's
+``GroupOp``); this module imports nothing from the registry at import time, so the registry and
+the op modules may import it.
 
-    from cuvil_ref.ops import families
-    if node.op in families.VIEWS: ...            # reshape-like: same bytes, new shape
-    if families.is_pointwise(get_op(node.op)): ...
+* **The family of each op and its tolerance class.** Every
+  :class:`~cuvil_ref.ops.registry.OpDef` has a ``family`` (the shape of its signature: what a test
+  generator or a graph fuzzer must build to call it; :data:`FAMILIES`) and a ``tolerance`` class
+  (how close a pack's float result must be to the interpreter's; :data:`TOLERANCE_CLASSES`). Both
+  default from the op's category and inputs (:func:`default_family`, :func:`default_tolerance`);
+  ops whose rule differs say so in their declaration. Sets by family or tolerance are computed
+  from the registry: ``families.ops_in("unary")``, ``families.ops_with_tolerance("exact")``.
+* **Named groups** that passes, quantization and kernel packs share::
 
-The sets are plain names, so this module imports nothing from the registry (the registry and
-the op modules may import it); ``tests/ops/test_families.py`` checks that every name is a
-registered op and that each set agrees with the declarations' categories.
+      if node.op in families.VIEWS: ...            # reshape-like: same bytes, new shape
+      if families.is_pointwise(get_op(node.op)): ...
+
+  ``tests/ops/test_families.py`` checks that every name is a registered op and that each set
+  agrees with the declarations' categories.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Protocol
+
+#: family -> what an op of the family looks like (the generators and the fuzzer key on these).
+FAMILIES: dict[str, str] = {
+    "unary": "one tensor in, one of the same shape out (elementwise math, activations, cast)",
+    "binary": "two broadcasting tensors in (arithmetic, comparisons, logical ops)",
+    "select": "where(condition, a, b): three broadcasting tensors",
+    "reduce": "reduction over `axes` with `keepdim` (sum, mean, amax...)",
+    "reduce_var": "variance-like reduction over `axes` with `correction`",
+    "reduce_arg": "index of the extreme along `axis`",
+    "select_k": "the k largest along `axis`: values and their i64 indices (topk)",
+    "softmax": "normalization along one `axis` (softmax, log_softmax)",
+    "layer_norm": "normalization over the trailing `normalized_shape` dims",
+    "batch_norm": "per-channel normalization with running statistics",
+    "group_norm": "normalization over groups of channels",
+    "matmul": "batched matrix product with broadcasting",
+    "linear": "x @ weight.T + bias",
+    "conv2d": "2-D convolution, NCHW input, OIHW weight",
+    "pool2d": "2-D window pooling (kernel, stride, padding, ceil_mode...)",
+    "adaptive_pool2d": "2-D pooling to a fixed output size",
+    "epilogue": "a producer (conv/linear/matmul) fused with bias, activation and residual",
+    "program": "a fused chain of elementwise ops written as a program attribute",
+    "quantize": "float <-> int8 boundary (quantize, dequantize)",
+    "requantize": "int8 in, int8 out, rescaled with fixed-point multipliers",
+    "qbinary": "two int8 tensors in, int8 out (qadd, qmul, qmatmul)",
+    "qgemm": "int8 linear or convolution with int32 bias and per-channel rescale",
+    "qpool": "int8 pooling",
+    "shape": "data movement: reshape, permute, slice, pad, concat, split...",
+    "index": "gather-like ops with an integer index input",
+    "factory": "no tensor input: the output is made from the attributes alone (arange)",
+    "misc": "anything else (the generator is given by the op's grid points alone)",
+}
+
+#: category -> default tolerance class.
+CATEGORY_TOLERANCE: dict[str, str] = {
+    "elementwise": "ulp:4",
+    "activation": "ulp:4",
+    "reduction": "reduction",
+    "normalization": "reduction",
+    "linalg": "reduction",
+    "conv": "reduction",
+    "pooling": "reduction",
+    "fused": "reduction+ulp:8",
+    "quantized": "exact",
+    "shape": "exact",
+    "indexing": "exact",
+}
+
+#: tolerance class -> what it means (docs/conformance.md explains the formulas).
+TOLERANCE_CLASSES: dict[str, str] = {
+    "exact": "bit-exact (floats: ±0 compare equal)",
+    "ulp:N": "|got - want| <= N ulp(want) + N ulp(1) 2^-8",
+    "reduction": "|got - want| <= 2 K eps max(1, |want|max) + 1 ulp(want), K = accumulated terms",
+    "reduction+ulp:N": "the reduction bound plus N ulp(want) for a fused elementwise epilogue",
+}
+
+_TOLERANCE_RE = re.compile(r"^(exact|reduction|ulp:[1-9][0-9]*|reduction\+ulp:[1-9][0-9]*)$")
+
+_CATEGORY_FAMILY = {
+    "reduction": "reduce",
+    "normalization": "layer_norm",
+    "linalg": "matmul",
+    "conv": "conv2d",
+    "pooling": "pool2d",
+    "fused": "epilogue",
+    "shape": "shape",
+    "indexing": "index",
+}
+
+
+def default_family(category: str, inputs: tuple[str, ...]) -> str:
+    """The family an op gets when its declaration names none."""
+    if category in ("elementwise", "activation"):
+        if len(inputs) == 1 and not inputs[0].startswith("*"):
+            return "unary"
+        if len(inputs) == 2 and not any(n.startswith("*") or n.endswith("?") for n in inputs):
+            return "binary"
+        return "misc"
+    if category == "quantized":
+        return "misc"
+    return _CATEGORY_FAMILY.get(category, "misc")
+
+
+def default_tolerance(category: str) -> str:
+    """The tolerance class an op gets when its declaration names none."""
+    return CATEGORY_TOLERANCE.get(category, "exact")
+
+
+def check_tolerance(text: str) -> str | None:
+    """None when ``text`` is a valid tolerance class, else what is wrong with it."""
+    if _TOLERANCE_RE.match(text):
+        return None
+    return f"tolerance {text!r} is not one of {', '.join(TOLERANCE_CLASSES)}"
+
+
+def check_family(name: str) -> str | None:
+    """None when ``name`` is a known family, else what is wrong with it."""
+    if name in FAMILIES:
+        return None
+    return f"family {name!r} is not one of {', '.join(FAMILIES)}"
+
+
+def ops_in(family: str) -> frozenset[str]:
+    """Names of the registered ops of ``family``."""
+    from cuvil_ref.ops import REGISTRY
+
+    if family not in FAMILIES:
+        raise KeyError(check_family(family))
+    return frozenset(d.name for d in REGISTRY if d.family == family)
+
+
+def ops_with_tolerance(tolerance: str) -> frozenset[str]:
+    """Names of the registered ops whose tolerance class is ``tolerance``."""
+    from cuvil_ref.ops import REGISTRY
+
+    return frozenset(d.name for d in REGISTRY if d.tolerance == tolerance)
+
+
+# --- named groups ----------------------------------------------------------------------------
 
 #: Categories whose ops are pointwise: output element i depends on input element i only (after
 #: broadcasting), so they fuse into chains and may write in place over a dying input.

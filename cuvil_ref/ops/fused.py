@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from cuvil_ref.ir.types import TensorType, format_shape
 # The ops composed here must be registered first, whatever order the package imports modules in.
 from cuvil_ref.ops import activations, elementwise, families, linalg, pooling  # noqa: F401
 from cuvil_ref.ops import conv as _conv_ops  # noqa: F401
+from cuvil_ref.ops.grid import Conformance, GridPoint, grid, point
 from cuvil_ref.ops.registry import Attr, OpDef, get_op, register
 from cuvil_ref.ops.shapes import broadcast_shapes
 
@@ -65,6 +67,34 @@ EPILOGUE_DOC = (
     "by `activation` (gelu_tanh = gelu(approximate='tanh'), clamp uses activation_min/max; "
     "'none' is the identity)."
 )
+
+
+def epilogue_grid(
+    shapes: tuple[tuple[int, ...], ...],
+    consts: tuple[int, ...],
+    residual: tuple[int, ...],
+    **attrs: Any,
+) -> tuple[GridPoint, ...]:
+    """Grid points of a fused producer: every activation, both residual orders, and the same
+    epilogues on inputs whose accumulation is exact (multiples of 1/4 in [-3, 3]), where the
+    result is held to the elementwise bound -- an approximated activation cannot hide in the
+    accumulation allowance."""
+    points = []
+    for act in ACTIVATIONS:
+        bounds = {"activation_min": -0.5, "activation_max": 1.5} if act == "clamp" else {}
+        points.append(point("activation", shapes=shapes, consts=consts, activation=act,
+                            **bounds, **attrs))
+    for order in ORDERS:
+        points.append(point(order, shapes=(*shapes, residual), consts=consts,
+                            activation="relu", has_residual=True, order=order, **attrs))
+    for act in ("gelu", "gelu_tanh", "silu", "hardswish"):
+        points.append(point("epilogue_bound", shapes=shapes, consts=consts, activation=act,
+                            values="grid:0.25", exact_accumulation=True, **attrs))
+    for order in ORDERS:
+        points.append(point("epilogue_bound", shapes=(*shapes, residual), consts=consts,
+                            activation="gelu", has_residual=True, order=order,
+                            values="grid:0.25", exact_accumulation=True, **attrs))
+    return tuple(points)
 
 
 def _activate(y: np.ndarray, activation: str, lo: float | None, hi: float | None) -> np.ndarray:
@@ -216,6 +246,15 @@ register(
         ),
         category="fused",
         dtypes=get_op("conv2d").dtypes,
+        family="epilogue",
+        conformance=grid(
+            *epilogue_grid(((1, 4, 7, 7), (6, 4, 3, 3), (6,)), (1, 2), (1, 6, 4, 4),
+                           stride=(2, 2), padding=(1, 1, 1, 1)),
+            point("nhwc", shapes=((1, 6, 6, 4), (4, 1, 3, 3), (4,)), consts=(1, 2),
+                  padding=(1, 1, 1, 1), groups=4, data_layout="NHWC", activation="relu6"),
+            point("groups", shapes=((1, 4, 6, 6), (6, 2, 3, 3), (6,)), consts=(1, 2),
+                  padding=(1, 1, 1, 1), groups=2, activation="silu"),
+        ),
     )
 )
 
@@ -250,6 +289,8 @@ register(
         doc="z = linear(x, weight, bias) = x @ weight^T + bias (weight [out, in])." + EPILOGUE_DOC,
         category="fused",
         dtypes=get_op("linear").dtypes,
+        family="epilogue",
+        conformance=grid(*epilogue_grid(((3, 9), (5, 9), (5,)), (1, 2), (3, 5))),
     )
 )
 
@@ -284,6 +325,8 @@ register(
         + EPILOGUE_DOC,
         category="fused",
         dtypes=get_op("matmul").dtypes,
+        family="epilogue",
+        conformance=grid(*epilogue_grid(((2, 3, 7), (7, 4), (4,)), (2,), (2, 3, 4))),
     )
 )
 
@@ -391,6 +434,15 @@ def _fused_elementwise(x: np.ndarray, *, program: str) -> np.ndarray:
     return y
 
 
+_PROGRAMS = (
+    "relu",
+    "mul(rhs=2.0, dtype='f32'); relu",
+    "add(rhs=0.5, dtype='f32'); sigmoid; mul(rhs=3.0, dtype='f32')",
+    "neg; exp; tanh",
+    "sub(rhs=1.0, dtype='f32'); abs; sqrt",
+    "maximum(rhs=0.0, dtype='f32'); minimum(lhs=6.0, dtype='f32')",
+)
+
 register(
     OpDef(
         name="fused_elementwise",
@@ -406,6 +458,13 @@ register(
             "the unfused chain bit for bit."
         ),
         category="elementwise",
+        family="program",
+        # a chain of a few elementwise ops: the errors of its steps add up
+        tolerance="ulp:8",
+        conformance=grid(
+            *(point("program", program=p, shapes=((3, 5),)) for p in _PROGRAMS),
+            *(point("edge", program=p, shapes=((4, 6),), values="edge") for p in _PROGRAMS),
+        ),
     )
 )
 
@@ -426,6 +485,10 @@ def _nhwc_variant(base: str) -> OpDef:
     def reference(x: np.ndarray, **attrs: Any) -> np.ndarray:
         return opdef.reference(x.transpose(TO_NCHW), **attrs).transpose(TO_NHWC)
 
+    def twin(torch: Any, x: Any, **attrs: Any) -> Any:
+        assert opdef.torch_twin is not None
+        return opdef.torch_twin(torch, x.permute(*TO_NCHW), **attrs).permute(*TO_NHWC)
+
     return OpDef(
         name=f"{base}_nhwc",
         inputs=opdef.inputs,
@@ -435,7 +498,20 @@ def _nhwc_variant(base: str) -> OpDef:
         doc=f"{base} on x [N, H, W, C] giving [N, OH, OW, C]: y = {base}(x in NCHW) in NHWC.",
         category=opdef.category,
         dtypes=opdef.dtypes,
+        family=opdef.family,
+        tolerance=opdef.tolerance,
+        torch_twin=twin if opdef.torch_twin is not None else None,
+        conformance=_nhwc_grid(opdef.conformance),
     )
+
+
+def _nhwc_grid(base: Conformance) -> Conformance:
+    """The base pool's grid with its NCHW input shapes written as NHWC."""
+    points = [
+        replace(p, shapes=tuple(tuple(s[i] for i in TO_NHWC) for s in p.shapes[:1]))
+        for p in base.points()
+    ]
+    return Conformance(tuple(points), base.edges, base.domain)
 
 
 NHWC_VARIANTS: dict[str, str] = {

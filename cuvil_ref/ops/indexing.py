@@ -12,6 +12,7 @@ from cuvil_ref.errors import InterpretError, ShapeError
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import TensorType, format_shape
+from cuvil_ref.ops.grid import grid, point
 from cuvil_ref.ops.registry import Attr, OpDef, register
 from cuvil_ref.ops.shapes import normalize_axis
 
@@ -63,6 +64,15 @@ register(
         reference=_index_select,
         doc="y = x with dim `axis` replaced by x[..., index[k], ...] over k (torch.index_select)",
         category="indexing",
+        conformance=grid(
+            point(axis=0, shapes=((5, 4), (3,)), dtypes=("f32", "i64"),
+                  values=("normal", "index:5")),
+            point(axis=1, shapes=((3, 6), (7,)), dtypes=("f32", "i64"),
+                  values=("normal", "index:6")),
+            point("negative_axis", axis=-1, shapes=((2, 3, 4), (2,)), dtypes=("f32", "i64"),
+                  values=("normal", "index:4")),
+        ),
+        torch_twin=lambda torch, x, index, axis: torch.index_select(x, axis, index),
     )
 )
 
@@ -106,6 +116,15 @@ register(
             "dim `axis` (torch.gather); y has index's shape"
         ),
         category="indexing",
+        conformance=grid(
+            point(axis=1, shapes=((4, 5), (4, 3)), dtypes=("f32", "i64"),
+                  values=("normal", "index:5")),
+            point(axis=0, shapes=((4, 5), (2, 5)), dtypes=("f32", "i64"),
+                  values=("normal", "index:4")),
+            point("negative_axis", axis=-1, shapes=((2, 3, 4), (2, 3, 2)), dtypes=("f32", "i64"),
+                  values=("normal", "index:4")),
+        ),
+        torch_twin=lambda torch, x, index, axis: torch.gather(x, axis, index),
     )
 )
 
@@ -136,5 +155,12 @@ register(
             "(torch.nn.functional.embedding at inference: padding_idx and max_norm do not apply)"
         ),
         category="indexing",
+        conformance=grid(
+            point(shapes=((10, 4), (3,)), dtypes=("f32", "i64"), values=("normal", "index:10"),
+                  consts=(0,)),
+            point(shapes=((7, 5), (2, 3)), dtypes=("f32", "i64"), values=("normal", "index:7"),
+                  consts=(0,)),
+        ),
+        torch_twin=lambda torch, weight, indices: torch.nn.functional.embedding(indices, weight),
     )
 )

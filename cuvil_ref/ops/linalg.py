@@ -13,6 +13,7 @@ from cuvil_ref.errors import ShapeError
 from cuvil_ref.ir.dtypes import ALL_DTYPES, DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import Dim, Shape, TensorType, format_shape
+from cuvil_ref.ops.grid import grid, point, torch_fn
 from cuvil_ref.ops.registry import OpDef, register
 from cuvil_ref.ops.shapes import broadcast_shapes
 
@@ -84,6 +85,21 @@ register(
         ),
         category="linalg",
         dtypes=NUMERIC,
+        family="matmul",
+        torch_twin=torch_fn("matmul"),
+        conformance=grid(
+            point("2d", shapes=((3, 4), (4, 5))),
+            point("batched", shapes=((2, 3, 4), (4, 5))),
+            point("vector", shapes=((4,), (4,))),
+            point("vector", shapes=((4,), (4, 3))),
+            point("vector", shapes=((3, 4), (4,))),
+            point("broadcast_batch", shapes=((2, 1, 3, 4), (3, 4, 2))),
+            point("2d", shapes=((17, 33), (33, 9))),
+            point("2d", shapes=((1, 1), (1, 1))),
+            point("empty", shapes=((0, 4), (4, 3))),
+            point("f16", shapes=((5, 6), (6, 3)), dtypes="f16"),
+            point("edge", shapes=((4, 5), (5, 3)), values=("edge", "normal")),
+        ),
     )
 )
 
@@ -128,5 +144,15 @@ register(
         ),
         category="linalg",
         dtypes=NUMERIC,
+        family="linear",
+        torch_twin=torch_fn("nn.functional.linear"),
+        conformance=grid(
+            point("bias", shapes=((2, 8), (5, 8), (5,)), consts=(1, 2)),
+            point("bias", shapes=((3, 4, 7), (6, 7), (6,)), consts=(1, 2)),
+            point("no_bias", shapes=((1, 33), (17, 33)), consts=(1,)),
+            point("vector", shapes=((5,), (3, 5), (3,)), consts=(1, 2)),
+            point("edge", shapes=((4, 5), (3, 5), (3,)), consts=(1, 2),
+                  values=("edge", "normal", "normal")),
+        ),
     )
 )

@@ -13,6 +13,7 @@ from cuvil_ref.errors import ShapeError
 from cuvil_ref.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES, DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import Dim, TensorType, format_shape
+from cuvil_ref.ops.grid import grid, point
 from cuvil_ref.ops.registry import Attr, OpDef, register
 from cuvil_ref.ops.shapes import conv_out_size
 
@@ -113,6 +114,29 @@ def _max_pool2d(x: np.ndarray, **attrs: object) -> np.ndarray:
     return out
 
 
+def pool2d_twin(name: str):  # noqa: ANN201 - a TorchTwinFn
+    """torch.nn.functional.<name> with Cuvil's 4-value padding applied as an explicit F.pad."""
+
+    def twin(torch, x, **attrs):  # noqa: ANN001, ANN202
+        F = torch.nn.functional
+        if name.startswith("adaptive"):
+            return getattr(F, name)(x, attrs["output_size"])
+        pads = attrs["padding"] * 2 if len(attrs["padding"]) == 2 else attrs["padding"]
+        kw = {"kernel_size": attrs["kernel"], "stride": attrs["stride"] or attrs["kernel"]}
+        kw["ceil_mode"] = attrs["ceil_mode"]
+        if pads[:2] != pads[2:]:
+            raise NotImplementedError("torch pools take symmetric padding only")
+        kw["padding"] = pads[:2]
+        if name == "max_pool2d":
+            kw["dilation"] = attrs["dilation"]
+        else:
+            kw["count_include_pad"] = attrs["count_include_pad"]
+            kw["divisor_override"] = attrs["divisor_override"]
+        return getattr(F, name)(x, **kw)
+
+    return twin
+
+
 _WINDOW_ATTRS = (
     Attr("kernel", "ints", doc="(kh, kw)"),
     Attr("stride", "ints?", None, "(sh, sw); None means the kernel size"),
@@ -137,6 +161,34 @@ register(
         ),
         category="pooling",
         dtypes=NUMERIC,
+        tolerance="exact",
+        torch_twin=pool2d_twin("max_pool2d"),
+        conformance=grid(
+            point("basic", kernel=(2, 2), shapes=((1, 3, 8, 8),)),
+            # all-negative inputs: padding must never win (it is -inf, not 0)
+            point("padding", kernel=(3, 3), stride=(2, 2), padding=(1, 1), shapes=((2, 2, 9, 9),),
+                  values="neg"),
+            point("padding", kernel=(3, 3), stride=(1, 1), padding=(1, 1, 0, 0),
+                  shapes=((1, 2, 5, 6),), values="neg", label="asymmetric"),
+            # the last window overhangs the input (rows 6..8 of 8), then the bottom padding
+            point("ceil_mode", kernel=(3, 3), stride=(2, 2), ceil_mode=True,
+                  shapes=((1, 2, 8, 8),), values="neg"),
+            point("ceil_mode", kernel=(3, 3), stride=(2, 2), padding=(1, 1), ceil_mode=True,
+                  shapes=((1, 3, 6, 6),), values="neg"),
+            # ceil would add a window starting in the padding: PyTorch drops it
+            point("ceil_mode", kernel=(2, 2), stride=(2, 2), padding=(1, 1), ceil_mode=True,
+                  shapes=((1, 2, 5, 5),)),
+            point("ceil_mode", kernel=(3, 2), stride=(2, 1), ceil_mode=True,
+                  shapes=((1, 2, 7, 8),)),
+            point("dilation", kernel=(3, 3), stride=(1, 1), dilation=(2, 2),
+                  shapes=((1, 1, 9, 9),)),
+            point("dilation", kernel=(2, 3), stride=(2, 1), padding=(1, 1), dilation=(3, 2),
+                  shapes=((1, 2, 10, 9),), values="neg"),
+            point("nan_one_operand", kernel=(2, 2), shapes=((1, 2, 6, 6),), values="nan_one:7"),
+            point("edge", kernel=(2, 2), shapes=((1, 2, 6, 6),), values="edge"),
+            point("int", kernel=(3, 3), stride=(2, 2), padding=(1, 1), shapes=((1, 2, 7, 7),),
+                  dtypes="i8", values="full"),
+        ),
     )
 )
 
@@ -200,6 +252,28 @@ register(
         ),
         category="pooling",
         dtypes=NUMERIC,
+        torch_twin=pool2d_twin("avg_pool2d"),
+        conformance=grid(
+            point("basic", kernel=(2, 2), shapes=((1, 3, 8, 8),)),
+            point("count_include_pad", kernel=(3, 3), stride=(2, 2), padding=(1, 1),
+                  count_include_pad=True, shapes=((1, 2, 9, 9),)),
+            point("count_include_pad", kernel=(3, 3), stride=(2, 2), padding=(1, 1),
+                  count_include_pad=False, shapes=((1, 2, 9, 9),)),
+            point("count_include_pad", kernel=(3, 3), stride=(1, 1), padding=(1, 1, 0, 1),
+                  count_include_pad=False, shapes=((1, 2, 5, 6),), label="asymmetric"),
+            # the last window overhangs past the padding: its divisor counts the padded input
+            # only (2 rows here, not the kernel's 3), with count_include_pad or without
+            point("ceil_mode", kernel=(3, 3), stride=(2, 2), ceil_mode=True,
+                  shapes=((1, 2, 8, 8),)),
+            point("ceil_mode", kernel=(3, 3), stride=(2, 2), padding=(1, 1), ceil_mode=True,
+                  count_include_pad=True, shapes=((1, 2, 6, 6),)),
+            point("ceil_mode", kernel=(3, 3), stride=(2, 2), padding=(1, 1), ceil_mode=True,
+                  count_include_pad=False, shapes=((1, 2, 7, 7),)),
+            point("ceil_mode", kernel=(3, 2), stride=(2, 1), ceil_mode=True,
+                  shapes=((1, 2, 7, 8),)),
+            point("divisor_override", kernel=(2, 2), divisor_override=3, shapes=((1, 1, 6, 6),)),
+            point("nan_one_operand", kernel=(2, 2), shapes=((1, 2, 6, 6),), values="nan_one:7"),
+        ),
     )
 )
 
@@ -258,6 +332,14 @@ _ADAPTIVE_DOC = (
     "[floor(j*W/OW), ceil((j+1)*W/OW)) (PyTorch's windows; they overlap when H % OH != 0)"
 )
 
+_ADAPTIVE_GRID = grid(
+    point("global", output_size=(1, 1), shapes=((1, 3, 7, 7),)),
+    # H % OH != 0: windows overlap ([floor, ceil) bounds)
+    point("overlap", output_size=(3, 4), shapes=((2, 2, 10, 7),)),
+    point("overlap", output_size=(2, 3), shapes=((1, 1, 4, 9),)),
+    point("identity", output_size=(5, 5), shapes=((1, 2, 5, 5),)),
+)
+
 register(
     OpDef(
         name="adaptive_avg_pool2d",
@@ -268,6 +350,9 @@ register(
         doc=_ADAPTIVE_DOC.format("the mean") + "; sums in f32.",
         category="pooling",
         dtypes=FLOAT_DTYPES,
+        family="adaptive_pool2d",
+        torch_twin=pool2d_twin("adaptive_avg_pool2d"),
+        conformance=_ADAPTIVE_GRID,
     )
 )
 
@@ -281,5 +366,13 @@ register(
         doc=_ADAPTIVE_DOC.format("the max") + "; NaN in a window gives NaN.",
         category="pooling",
         dtypes=NUMERIC,
+        family="adaptive_pool2d",
+        tolerance="exact",
+        torch_twin=pool2d_twin("adaptive_max_pool2d"),
+        conformance=grid(
+            *_ADAPTIVE_GRID.grid,
+            point("nan_one_operand", output_size=(2, 2), shapes=((1, 2, 6, 6),),
+                  values="nan_one:7"),
+        ),
     )
 )

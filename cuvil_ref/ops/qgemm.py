@@ -27,6 +27,7 @@ from cuvil_ref.ops.conv import (
     im2col,
     shift_gemm,
 )
+from cuvil_ref.ops.grid import GridPoint, grid, point
 from cuvil_ref.ops.linalg import matmul_shape
 from cuvil_ref.ops.registry import Attr
 from cuvil_ref.ops.shapes import conv_out_size
@@ -110,6 +111,73 @@ def _qconv2d(
     return qc.requant(acc, attrs, -1).transpose(0, 3, 1, 2)
 
 
+#: (x_zp, out_scale, out_zp, qmin, qmax): plain, extreme zero points, a relu bound (qmin =
+#: out_zp) with a tiny out scale that saturates, a relu6-like upper bound.
+QEPILOGUES = (
+    ("zero_point", 3, 0.05, -5, -128, 127),
+    ("zero_point", -128, 0.02, -128, -128, 127),
+    ("saturation", 0, 0.002, 10, 10, 127),
+    ("zero_point", 127, 0.5, 127, -128, 127),
+    ("saturation", -7, 0.04, -20, -20, 80),
+)
+
+
+def _qgemm_point(
+    rule: str, shapes: tuple[tuple[int, ...], ...], epi: int, x_scale: float, w_base: float,
+    per_tensor: bool = False, **attrs: Any,
+) -> GridPoint:
+    """A qlinear/qconv2d point; per-channel weight scales ramp from ``w_base`` so every
+    channel has its own multiplier (a per-tensor rescale gives other bits)."""
+    _, x_zp, out_scale, out_zp, qmin, qmax = QEPILOGUES[epi % len(QEPILOGUES)]
+    o = shapes[1][0]
+    ratios = tuple(x_scale * (w_base * (1 + 0.3 * c)) / out_scale for c in range(o))
+    return point(
+        rule, x_zp=x_zp, out_scale=out_scale, out_zp=out_zp, qmin=qmin, qmax=qmax,
+        hints={"ratios": ratios[:1] if per_tensor else ratios}, shapes=shapes,
+        dtypes=("i8", "i8", "i32")[: len(shapes)], values=("full", "full", "normal")[: len(shapes)],
+        consts=(1, 2)[: len(shapes) - 1], **attrs,
+    )
+
+
+def _qconv_point(
+    rule: str, x: tuple[int, ...], o_k: tuple[int, int, int], epi: int,
+    stride: tuple[int, int] = (1, 1), padding: tuple[int, int, int, int] = (0, 0, 0, 0),
+    dilation: tuple[int, int] = (1, 1), groups: int = 1, **kw: Any,
+) -> GridPoint:
+    o, kh, kwid = o_k
+    return _qgemm_point(rule, (x, (o, x[1] // groups, kh, kwid), (o,)), epi, 0.05, 0.004,
+                        stride=stride, padding=padding, dilation=dilation, groups=groups, **kw)
+
+
+QCONV2D_GRID = grid(
+    _qconv_point("zero_point", (1, 3, 8, 8), (4, 3, 3), 0, padding=(1, 1, 1, 1)),
+    _qconv_point("stride", (1, 4, 9, 7), (6, 3, 3), 1, (2, 2), (1, 1, 1, 1)),
+    _qconv_point("depthwise", (1, 6, 7, 7), (6, 3, 3), 2, padding=(1, 1, 1, 1), groups=6),
+    _qconv_point("stride", (1, 3, 11, 11), (4, 7, 7), 3, (2, 2), (3, 3, 3, 3)),
+    _qconv_point("pointwise", (1, 8, 5, 5), (5, 1, 1), 4),
+    _qconv_point("dilation", (1, 4, 9, 9), (4, 3, 3), 0, padding=(2, 2, 2, 2), dilation=(2, 2),
+                 groups=2),
+    _qconv_point("groups", (1, 6, 6, 6), (9, 3, 3), 1, padding=(1, 0, 1, 2), groups=3),
+    # padding holds x_zp (it adds 0 after centering): a far-from-zero x_zp shows a pack that
+    # pads with the integer 0 instead
+    _qconv_point("padding_zero_point", (1, 2, 6, 6), (3, 3, 3), 1, padding=(2, 2, 2, 2)),
+    _qconv_point("per_tensor", (1, 3, 6, 6), (4, 3, 3), 0, padding=(1, 1, 1, 1),
+                 per_tensor=True),
+    _qconv_point("saturation", (1, 4, 6, 6), (4, 3, 3), 2, padding=(1, 1, 1, 1)),
+)
+
+QLINEAR_GRID = grid(
+    *(
+        _qgemm_point(rule, ((n, k), (o, k), (o,)), i, 0.02, 0.01)
+        for i, (rule, n, k, o) in enumerate(
+            (("zero_point", 2, 16, 5), ("zero_point", 3, 33, 7), ("saturation", 1, 64, 32),
+             ("zero_point", 2, 16, 5), ("saturation", 3, 33, 7))
+        )
+    ),
+    _qgemm_point("per_tensor", ((2, 16), (6, 16), (6,)), 0, 0.02, 0.01, per_tensor=True),
+    _qgemm_point("no_bias", ((2, 9), (4, 9)), 0, 0.02, 0.01),
+)
+
 qc.register_qop(
     "qconv2d",
     ("x", "weight", "bias?"),
@@ -121,6 +189,8 @@ qc.register_qop(
     "i32; one multiplier for all channels or one per output channel.",
     (*CONV_ATTRS, qc.X_ZP, *qc.RESCALE_ATTRS, *qc.OUT_ATTRS),
     qc.I8_I32,
+    family="qgemm",
+    conformance=QCONV2D_GRID,
 )
 
 
@@ -161,6 +231,8 @@ qc.register_qop(
     "clamp(out_zp + rescale(acc, M[o], shift[o]), qmin, qmax). weight i8 [out, in], bias i32.",
     (qc.X_ZP, *qc.RESCALE_ATTRS, *qc.OUT_ATTRS),
     qc.I8_I32,
+    family="qgemm",
+    conformance=QLINEAR_GRID,
 )
 
 
@@ -190,4 +262,13 @@ qc.register_qop(
     "acc = sum_k (a[..., i, k] - a_zp) * (b[..., k, j] - b_zp) in int32 (torch.matmul shapes); "
     "out = clamp(out_zp + rescale(acc, M, shift), qmin, qmax), M, shift from s_a*s_b/s_out.",
     (*qc.ZP_AB, *qc.RESCALE_ATTRS, *qc.OUT_ATTRS),
+    family="qbinary",
+    conformance=grid(
+        point("zero_point", a_zp=-3, b_zp=5, out_scale=0.3, out_zp=2,
+              hints={"ratio": 0.02 * 0.03 / 0.3}, shapes=((3, 16), (16, 5)), dtypes="i8",
+              values="full"),
+        point("batched", a_zp=-3, b_zp=5, out_scale=0.3, out_zp=2,
+              hints={"ratio": 0.02 * 0.03 / 0.3}, shapes=((2, 4, 9), (2, 9, 3)), dtypes="i8",
+              values="full"),
+    ),
 )

@@ -19,6 +19,7 @@ from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import Dim, TensorType, format_shape
 from cuvil_ref.ops import qarith
 from cuvil_ref.ops import quant_common as qc
+from cuvil_ref.ops.grid import grid, point
 from cuvil_ref.ops.registry import REQUIRED, Attr
 from cuvil_ref.ops.shapes import conv_out_size
 
@@ -82,6 +83,20 @@ qc.register_qop(
     "y = max of the int8 values in each window (as max_pool2d; padding never wins); the "
     "output keeps the input's scale and zero point.",
     (*WINDOW_ATTRS, Attr("dilation", "ints", (1, 1), "(dh, dw)")),
+    family="qpool",
+    conformance=grid(
+        point("basic", kernel=(2, 2), stride=(2, 2), shapes=((1, 3, 8, 8),), dtypes="i8",
+              values="full"),
+        # negative values only: padding must never win (it is below -128, not 0 or x_zp)
+        point("padding", kernel=(3, 3), stride=(2, 2), padding=(1, 1, 1, 1),
+              shapes=((1, 2, 9, 9),), dtypes="i8", values="neg"),
+        point("ceil_mode", kernel=(3, 3), stride=(2, 2), ceil_mode=True, shapes=((1, 2, 8, 8),),
+              dtypes="i8", values="neg"),
+        point("ceil_mode", kernel=(3, 2), stride=(2, 1), ceil_mode=True, shapes=((1, 2, 7, 8),),
+              dtypes="i8", values="full"),
+        point("dilation", kernel=(3, 3), dilation=(2, 2), padding=(1, 1, 1, 1),
+              shapes=((1, 2, 9, 9),), dtypes="i8", values="neg"),
+    ),
 )
 
 
@@ -152,9 +167,34 @@ def _avg_infer(
             )
         qc.check_rescale(op, attrs, (len(attrs["multiplier"]),))
         oh, ow = shape(x, attrs)
+        _check_table(op, x, (oh, ow), attrs)
         return (qc.qtype((x.shape[0], x.shape[1], oh, ow), attrs, x.layout),)
 
     return infer
+
+
+def _check_table(op: str, x: TensorType, out: tuple[Dim, Dim], attrs: FrozenDict) -> None:
+    """The multiplier table covers every window's element count (known when the sizes are
+    static): a short table is a graph error, not a run-time one."""
+    h, w = x.shape[2], x.shape[3]
+    if not all(isinstance(d, int) for d in (h, w, *out)):
+        return
+    if "kernel" in attrs:
+        (kh, kw), (sh, sw), p = attrs["kernel"], attrs["stride"], attrs["padding"]
+        inc = attrs["count_include_pad"]
+        rows = avg_pool_windows(int(h), int(out[0]), kh, sh, p[0], p[2], inc)[2]
+        cols = avg_pool_windows(int(w), int(out[1]), kw, sw, p[1], p[3], inc)[2]
+    else:
+        rows = adaptive_windows(int(h), int(out[0]))[2]
+        cols = adaptive_windows(int(w), int(out[1]))[2]
+    if rows.size and cols.size:
+        most = int(rows.max()) * int(cols.max())
+        if most > len(attrs["multiplier"]):
+            raise qc.fail(
+                op,
+                f"windows hold up to {most} elements but the multiplier table covers "
+                f"1..{len(attrs['multiplier'])} (entry n-1 is for a window of n elements)",
+            )
 
 
 def _qavg_pool2d(x: np.ndarray, **attrs: Any) -> np.ndarray:
@@ -189,6 +229,35 @@ qc.register_qop(
         Attr("count_include_pad", "bool", True, "count padding in the divisor"),
         *AVG_ATTRS,
     ),
+    family="qpool",
+    conformance=grid(
+        *(
+            point(rule, **attrs, x_zp=-5, out_scale=0.04, out_zp=3,
+                  hints={"pool_ratio": 0.05 / 0.04,
+                         "pool_max": attrs["kernel"][0] * attrs["kernel"][1]},
+                  shapes=(shape,), dtypes="i8", values="full")
+            for rule, shape, attrs in (
+                ("basic", (1, 3, 8, 8), {"kernel": (2, 2), "stride": (2, 2)}),
+                ("count_include_pad", (1, 2, 9, 9),
+                 {"kernel": (3, 3), "stride": (2, 2), "padding": (1, 1, 1, 1)}),
+                ("count_include_pad", (1, 2, 9, 9),
+                 {"kernel": (3, 3), "stride": (2, 2), "padding": (1, 1, 1, 1),
+                  "count_include_pad": False}),
+                # the last window overhangs the input: the overhang is never counted
+                ("ceil_mode", (1, 2, 8, 8),
+                 {"kernel": (3, 3), "stride": (2, 2), "ceil_mode": True}),
+                ("ceil_mode", (1, 2, 7, 7),
+                 {"kernel": (3, 3), "stride": (2, 2), "padding": (1, 1, 1, 1), "ceil_mode": True}),
+                ("ceil_mode", (1, 2, 6, 6),
+                 {"kernel": (3, 3), "stride": (2, 2), "padding": (1, 1, 1, 1), "ceil_mode": True,
+                  "count_include_pad": False}),
+            )
+        ),
+        # s_in = s_out over 2x2 windows: sums / 4 land on halves, which round up (+inf)
+        point("tie", kernel=(2, 2), stride=(2, 2), x_zp=0, out_scale=0.05,
+              hints={"pool_ratio": 1.0, "pool_max": 4}, shapes=((1, 2, 8, 8),), dtypes="i8",
+              values="full"),
+    ),
 )
 
 
@@ -200,7 +269,12 @@ def _adaptive_shape(x: TensorType, attrs: FrozenDict) -> tuple[Dim, Dim]:
             f"[{format_shape(x.shape)}] and {size}"
         )
     for d in x.shape[2:]:
-        qc.static("qadaptive_avg_pool2d", d, "spatial dims")
+        if qc.static("qadaptive_avg_pool2d", d, "spatial dims") < 1:
+            raise qc.fail(
+                "qadaptive_avg_pool2d",
+                f"needs non-empty spatial dims (an empty window has no average), got "
+                f"[{format_shape(x.shape)}]",
+            )
     return size[0], size[1]
 
 
@@ -217,4 +291,13 @@ qc.register_qop(
     "Windows [floor(i*H/OH), ceil((i+1)*H/OH)) x (same for W); acc = sum of (x - x_zp), "
     "n = window size; out = clamp(out_zp + rescale(acc, M[n-1], shift[n-1]), qmin, qmax).",
     (Attr("output_size", "ints", REQUIRED, "(OH, OW)"), *AVG_ATTRS),
+    family="qpool",
+    conformance=grid(
+        point("global", output_size=(1, 1), x_zp=2, out_scale=0.05, out_zp=2,
+              hints={"pool_ratio": 1.0, "pool_max": 49}, shapes=((1, 4, 7, 7),), dtypes="i8",
+              values="full"),
+        point("overlap", output_size=(3, 4), x_zp=2, out_scale=0.05, out_zp=2,
+              hints={"pool_ratio": 1.0, "pool_max": 70}, shapes=((1, 2, 10, 7),), dtypes="i8",
+              values="full"),
+    ),
 )

@@ -19,7 +19,8 @@ from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import QuantParams, TensorType
 from cuvil_ref.ops import qarith
 from cuvil_ref.ops import quant_common as qc
-from cuvil_ref.ops.registry import REQUIRED, Attr
+from cuvil_ref.ops.grid import GridPoint, grid, point
+from cuvil_ref.ops.registry import REQUIRED, Attr, get_op
 from cuvil_ref.ops.shapes import normalize_axis
 
 #: qsoftmax: exp table entries are Q15 (``table[255] = 2**15 = exp(0)``).
@@ -124,10 +125,29 @@ qc.register_qop(
         Attr("axis", "int", -1, "softmax axis"),
         Attr("table", "ints", REQUIRED, "256 Q15 exp values, table[255] = 2**15"),
     ),
+    conformance=grid(
+        point(table=exp_table(0.05), shapes=((4, 16),), dtypes="i8", values="full"),
+        # rows of 128: sums near 2**22 stress the Q44 reciprocal
+        point("long_row", table=exp_table(0.1), shapes=((2, 3, 128),), dtypes="i8", values="full"),
+        # int8 limits and rows of equal values (a uniform distribution)
+        point("edge", table=exp_table(0.5), shapes=((3, 7),), dtypes="i8", values="edge"),
+        point(
+            "axis", axis=1, table=exp_table(0.02), shapes=((2, 5, 3),), dtypes="i8", values="full"
+        ),
+    ),
 )
 
 
 # --- qlut ----------------------------------------------------------------------------------------
+
+
+def _lut_point(rule: str, fn: str, sx: float, zx: int, so: float, zo: int) -> GridPoint:
+    """A qlut grid point sampling the registry's float ``fn`` (registered before this module)."""
+    opdef = get_op(fn)
+    attrs = opdef.normalize_attrs({})
+    table = lut_table(lambda v: opdef.evaluate([v], attrs)[0], sx, zx, so, zo)
+    full = {"table": table, "fn": fn, "out_scale": so, "out_zp": zo}
+    return point(rule, attrs=full, shapes=((3, 300),), dtypes="i8", values="full")
 
 
 def _qlut_infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tuple[TensorType, ...]:
@@ -159,10 +179,35 @@ qc.register_qop(
         Attr("fn", "str", "", "the float function the table samples (informational)"),
         *qc.OUT_ATTRS,
     ),
+    conformance=grid(
+        _lut_point("basic", "gelu", 0.05, 3, 0.03, -20),
+        # sigmoid at scale 1/256, zero point -128: outputs near 1.0 saturate at 127
+        _lut_point("saturation", "sigmoid", 0.1, 0, 1 / 256, -128),
+        _lut_point("zero_points", "tanh", 0.02, -5, 0.008, 0),
+    ),
 )
 
 
 # --- qlayer_norm ---------------------------------------------------------------------------------
+
+
+def _ln_point(
+    rule: str,
+    shape: tuple[int, ...],
+    sx: float,
+    zx: int,
+    so: float,
+    zo: int,
+    values: str = "full",
+    **extra: int,
+) -> GridPoint:
+    """A qlayer_norm grid point with seeded gammas (some negative) and betas."""
+    rng = np.random.default_rng(14 + shape[-1])
+    gamma = rng.standard_normal(shape[-1]).astype(np.float32)
+    beta = (0.3 * rng.standard_normal(shape[-1])).astype(np.float32)
+    params = layer_norm_params(gamma, beta, 1e-5, sx, so, shape[-1])
+    attrs = {"x_zp": zx, **params, "out_scale": so, "out_zp": zo, **extra}
+    return point(rule, attrs=attrs, shapes=(shape,), dtypes="i8", values=values)
 
 
 def _qlayer_norm_infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tuple[TensorType, ...]:
@@ -219,5 +264,15 @@ qc.register_qop(
         Attr("beta_q", "ints", REQUIRED, "beta / s_out per channel, rounded"),
         Attr("eps_q", "int", 0, "round(n**2 * eps / s_x**2)"),
         *qc.OUT_ATTRS,
+    ),
+    conformance=grid(
+        _ln_point("basic", (4, 32), 0.05, 3, 0.04, -2),
+        _ln_point("zero_points", (2, 3, 64), 0.02, -10, 0.1, 5),
+        # rows of equal values have zero variance: only eps_q keeps the root positive
+        _ln_point("edge", (3, 8), 1.0, 0, 0.5, 0, values="edge"),
+        # qmin raised to the output zero point: the fused-relu clamp
+        _ln_point("saturation", (4, 32), 0.05, 3, 0.04, -2, values="edge", qmin=-2),
+        # a realistic width: sums of squares near 2**40
+        _ln_point("wide", (2, 768), 0.05, 0, 0.05, 0),
     ),
 )

@@ -19,6 +19,7 @@ from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import Dim, QuantParams, TensorType
 from cuvil_ref.ops import qarith
+from cuvil_ref.ops.grid import NO_GRID, Conformance
 from cuvil_ref.ops.registry import REQUIRED, Attr, OpDef, register
 
 I8 = frozenset({DType.i8})
@@ -135,8 +136,17 @@ def register_qop(
     doc: str,
     attrs: tuple[Attr, ...],
     dtypes: frozenset[DType] = I8,
+    *,
+    family: str = "misc",
+    conformance: Conformance = NO_GRID,
 ) -> None:
-    """Register an op of category ``quantized``."""
+    """Register an op of category ``quantized`` (results bit-exact, never loosened).
+
+    Conformance points give float scales, not multipliers, as ``hints``: ``ratio`` (one
+    multiplier), ``ratios`` (one per channel), ``shared_ratios`` (qadd's shared shift), or
+    ``pool_ratio`` with ``pool_max`` (an average pool's table, entry n-1 from ratio / n); the
+    generator derives ``multiplier`` and ``shift`` from them exactly as the quantizer does.
+    """
     register(
         OpDef(
             name=name,
@@ -147,5 +157,8 @@ def register_qop(
             attrs=attrs,
             category="quantized",
             dtypes=dtypes,
+            family=family,
+            tolerance="exact",
+            conformance=conformance,
         )
     )

@@ -17,6 +17,7 @@ from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import QuantParams, TensorType, format_shape
 from cuvil_ref.ops import qarith
 from cuvil_ref.ops import quant_common as qc
+from cuvil_ref.ops.grid import grid, point
 from cuvil_ref.ops.registry import REQUIRED, Attr
 from cuvil_ref.ops.shapes import broadcast_shapes, normalize_axis
 
@@ -74,6 +75,24 @@ qc.register_qop(
     "half-to-even; NaN -> zero_point, +-inf saturate. Per channel along `axis` if given.",
     BOUNDARY_ATTRS,
     FLOAT_DTYPES,
+    family="quantize",
+    conformance=grid(
+        point("basic", scale=(0.05,), zero_point=(-3,), shapes=((4, 6),)),
+        point("edge", scale=(1.0,), zero_point=(0,), shapes=((4, 6),), values="edge"),
+        # x / scale lands exactly on k + 1/2, k odd and even, both signs: half to even
+        point("tie", scale=(0.25,), zero_point=(0,), shapes=((6, 8),), values="ties:0.25"),
+        point("tie", scale=(0.5,), zero_point=(10,), shapes=((6, 8),), values="ties:0.5"),
+        point("saturation", scale=(1e-3,), zero_point=(0,), shapes=((4, 6),)),
+        point("saturation", scale=(0.05,), zero_point=(100,), shapes=((4, 6),), values="large:20"),
+        point("zero_point", scale=(0.1,), zero_point=(-128,), shapes=((4, 6),)),
+        # distinct scales and zero points per channel: per-tensor params give other bits
+        point("per_channel", scale=(0.1, 0.2, 0.05), zero_point=(0, 0, 0), axis=1,
+              shapes=((2, 3, 4),)),
+        point("per_channel", scale=(0.02, 0.5, 0.07, 0.3), zero_point=(1, -2, 0, 5), axis=0,
+              shapes=((4, 5),)),
+        point("f16", scale=(0.25,), zero_point=(1,), shapes=((5, 5),), dtypes="f16",
+              values="edge"),
+    ),
 )
 
 
@@ -95,6 +114,14 @@ qc.register_qop(
     "y = f32(q - zero_point) * f32(scale): one float32 multiply; i8 or i32 input.",
     BOUNDARY_ATTRS,
     qc.I8_I32,
+    family="quantize",
+    conformance=grid(
+        point("basic", scale=(0.05,), zero_point=(-3,), shapes=((4, 6),), dtypes="i8",
+              values="edge"),
+        point("per_channel", scale=(0.1, 0.2, 0.3), zero_point=(0, 5, -7), axis=0,
+              shapes=((3, 2, 2),), dtypes="i8", values="full"),
+        point("int32", scale=(1e-4,), zero_point=(0,), shapes=((8,),), dtypes="i32"),
+    ),
 )
 
 
@@ -119,7 +146,48 @@ qc.register_qop(
     _requantize,
     "out = clamp(out_zp + rescale(x - x_zp, M, shift), qmin, qmax); M, shift from s_in/s_out.",
     (qc.X_ZP, *qc.RESCALE_ATTRS, *qc.OUT_ATTRS),
+    family="requantize",
+    conformance=grid(
+        *(
+            point(rule, x_zp=xz, out_scale=so, out_zp=oz, qmin=lo, qmax=hi, hints={"ratio": r},
+                  shapes=((4, 8),), dtypes="i8", values="edge")
+            for rule, xz, so, oz, lo, hi, r in (
+                ("basic", 3, 0.05, -5, -128, 127, 0.6),
+                ("zero_point", -128, 0.02, -128, -128, 127, 1.5),
+                ("saturation", 0, 0.002, 10, 10, 127, 15.0),  # a fused relu's bound
+                ("zero_point", 127, 0.5, 127, -128, 127, 0.06),
+                ("saturation", -7, 0.04, -20, -20, 80, 0.75),  # a relu6-like upper bound
+            )
+        ),
+        # (x - x_zp) * ratio is exactly k + 1/2 for odd x: rescale rounds halves up (+inf)
+        point("tie", x_zp=0, out_scale=0.1, hints={"ratio": 0.5}, shapes=((6, 8),), dtypes="i8",
+              values="full"),
+        point("tie", x_zp=1, out_scale=0.1, out_zp=-3, hints={"ratio": 0.25}, shapes=((6, 8),),
+              dtypes="i8", values="full"),
+    ),
 )
+
+
+def _qbinary_grid() -> dict[str, list[tuple[Any, ...]]]:
+    """(rule, shape a, shape b, a_zp, b_zp, out_scale, out_zp, ratio hint) for qadd and qmul,
+    from float scales (s_a, s_b, s_out) as the quantizer would see them."""
+    rows = [
+        ("basic", (4, 8), (4, 8), 0.05, 3, 0.04, -2, 0.08, 1),
+        ("zero_point", (2, 3, 4), (4,), 0.5, -128, 0.01, 127, 0.02, 0),
+        ("broadcast", (3, 1), (1, 5), 0.1, 0, 0.1, 0, 0.1, 0),
+        ("saturation", (6, 6), (6, 6), 0.02, 10, 0.03, -10, 1e-3, 5),
+    ]
+    out: dict[str, list[tuple[Any, ...]]] = {"shared_ratios": [], "ratio": []}
+    for rule, sa, sb, s_a, za, s_b, zb, s_o, zo in rows:
+        out["shared_ratios"].append((rule, sa, sb, za, zb, s_o, zo, (s_a / s_o, s_b / s_o)))
+        out["ratio"].append((rule, sa, sb, za, zb, s_o, zo, s_a * s_b / s_o))
+    # ratios of exactly 1/2: odd sums and products land on halves, which round up (+inf)
+    out["shared_ratios"].append(("tie", (6, 8), (6, 8), 0, 0, 0.1, 0, (0.5, 0.5)))
+    out["ratio"].append(("tie", (6, 8), (6, 8), 0, 0, 0.1, 0, 0.5))
+    return out
+
+
+_QBINARY_GRID = _qbinary_grid()
 
 
 def _binary_infer(op: str, counts: tuple[int, ...]) -> Callable[..., tuple[TensorType, ...]]:
@@ -158,6 +226,14 @@ qc.register_qop(
     "s_b/s_out])); out = clamp(out_zp + ((acc + 2**(shift-1)) >> shift), qmin, qmax). "
     "Broadcasts.",
     (*qc.ZP_AB, *qc.RESCALE_ATTRS, *qc.OUT_ATTRS),
+    family="qbinary",
+    conformance=grid(
+        *(
+            point(rule, a_zp=za, b_zp=zb, out_scale=so, out_zp=zo, hints={"shared_ratios": r},
+                  shapes=(sa, sb), dtypes="i8", values="full")
+            for rule, sa, sb, za, zb, so, zo, r in _QBINARY_GRID["shared_ratios"]
+        ),
+    ),
 )
 
 
@@ -183,6 +259,14 @@ qc.register_qop(
     "acc = (a - a_zp) * (b - b_zp); out = clamp(out_zp + rescale(acc, M, shift), qmin, qmax) "
     "with M, shift from s_a * s_b / s_out. Broadcasts.",
     (*qc.ZP_AB, *qc.RESCALE_ATTRS, *qc.OUT_ATTRS),
+    family="qbinary",
+    conformance=grid(
+        *(
+            point(rule, a_zp=za, b_zp=zb, out_scale=so, out_zp=zo, hints={"ratio": r},
+                  shapes=(sa, sb), dtypes="i8", values="full")
+            for rule, sa, sb, za, zb, so, zo, r in _QBINARY_GRID["ratio"]
+        ),
+    ),
 )
 
 
@@ -232,5 +316,13 @@ qc.register_qop(
         Attr("x_zp", "ints", REQUIRED, "zero point of each input"),
         *qc.RESCALE_ATTRS,
         *qc.OUT_ATTRS,
+    ),
+    family="requantize",
+    conformance=grid(
+        point("basic", axis=1, x_zp=(0, -4, 3), out_scale=0.08, out_zp=1,
+              hints={"ratios": (0.05 / 0.08, 0.1 / 0.08, 0.05 / 0.08)},
+              shapes=((2, 3), (2, 1), (2, 4)), dtypes="i8", values="full"),
+        point("identity", axis=0, x_zp=(2, 2), out_scale=0.1, out_zp=2,
+              hints={"ratios": (1.0, 1.0)}, shapes=((1, 5), (2, 5)), dtypes="i8", values="full"),
     ),
 )

@@ -22,6 +22,7 @@ from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import Dim, TensorType
 from cuvil_ref.ops.activations import opmath
 from cuvil_ref.ops.elementwise import NUMERIC, same_type
+from cuvil_ref.ops.grid import Conformance, GridPoint, grid, point
 from cuvil_ref.ops.registry import Attr, OpDef, register
 from cuvil_ref.ops.shapes import normalize_axes, normalize_axis
 
@@ -193,7 +194,49 @@ REDUCTIONS: list[tuple[str, Callable[..., Any], str, frozenset[DType], Any, tupl
     ),
 ]
 
+
+def _axes_grid(*extra: GridPoint, domain: str = "any") -> Conformance:
+    """Every axis form (all, one, negative, several) with and without keepdim, plus ``extra``."""
+    forms = [None, (0,), (-1,), (0, 2), (1,)]
+    points = [point("axes", axes=a, keepdim=False) for a in forms]
+    points += [point("keepdim", axes=a, keepdim=True) for a in forms]
+    points += [
+        point("rank0", axes=None, shapes=((),)),
+        point("rank5", axes=(1, 3), shapes=((2, 3, 2, 2, 3),)),
+        *extra,
+    ]
+    return grid(*points, domain=domain)
+
+
+def _reduce_twin(name: str) -> Callable[..., Any]:
+    """torch.<name>(x, dim, keepdim) with Cuvil's ``axes=None`` meaning every axis."""
+
+    def twin(torch: Any, x: Any, *, axes: Any, keepdim: bool, **extra: Any) -> Any:
+        dims = tuple(range(x.dim())) if not axes else tuple(axes)
+        if name in ("var", "std"):
+            return getattr(torch, name)(x, dim=dims or None, keepdim=keepdim, **extra)
+        return getattr(torch, name)(x, dim=dims, keepdim=keepdim)
+
+    return twin
+
+
+_EMPTY = point("empty", axes=(1,), shapes=((2, 0, 3),))
+#: Per-op knowledge beyond the table rows (grid, tolerance where not 'reduction', torch twin).
+EXTRA: dict[str, dict[str, Any]] = {
+    "sum": {"conformance": _axes_grid(_EMPTY), "torch_twin": _reduce_twin("sum")},
+    "prod": {"conformance": _axes_grid(_EMPTY, domain="unit"), "torch_twin": None},
+    "mean": {"conformance": _axes_grid(_EMPTY), "torch_twin": _reduce_twin("mean")},
+    "amax": {"tolerance": "exact", "conformance": _axes_grid(), "torch_twin": _reduce_twin("amax")},
+    "amin": {"tolerance": "exact", "conformance": _axes_grid(), "torch_twin": _reduce_twin("amin")},
+}
+_VAR_GRID = grid(
+    *(point("correction", axes=a, correction=c) for a in ((1,), None, (0,)) for c in (0, 1)),
+    # mean 1000, std 0.01 over 768 elements: E[x^2] - E[x]^2 in f32 loses every digit
+    point("low_variance", axes=(1,), correction=1, shapes=((4, 768),), values="lowvar:1000"),
+)
+
 for _name, _ref, _formula, _dtypes, _infer, _extra in REDUCTIONS:
+    _more = EXTRA.get(_name) or {"conformance": _VAR_GRID, "torch_twin": _reduce_twin(_name)}
     register(
         OpDef(
             name=_name,
@@ -204,6 +247,8 @@ for _name, _ref, _formula, _dtypes, _infer, _extra in REDUCTIONS:
             attrs=(AXES, *_extra, KEEPDIM),
             category="reduction",
             dtypes=_dtypes,
+            family="reduce" if not _extra else "reduce_var",
+            **_more,
         )
     )
 
@@ -241,6 +286,22 @@ def _arg_extreme(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     return reference
 
 
+def _arg_twin(name: str) -> Callable[..., Any]:
+    def twin(torch: Any, x: Any, *, axis: int | None, keepdim: bool) -> Any:
+        return getattr(torch, name)(x, dim=axis, keepdim=keepdim)
+
+    return twin
+
+
+_ARG_GRID = grid(
+    *(point("axis", axis=a, keepdim=k) for a in (None, 0, -1) for k in (False, True)),
+    # whole-number values in [-3, 3]: every row has ties, the first index must win
+    point("tie", axis=1, shapes=((5, 7),), values="small"),
+    point("tie", axis=None, shapes=((4, 6),), values="small"),
+    # one NaN per row: NaN counts as the extreme (not skipped)
+    point("nan_one_operand", axis=1, shapes=((4, 6),), values="nan_one:6"),
+)
+
 for _name, _fn, _what in [("argmax", np.argmax, "max"), ("argmin", np.argmin, "min")]:
     register(
         OpDef(
@@ -256,6 +317,10 @@ for _name, _fn, _what in [("argmax", np.argmax, "max"), ("argmin", np.argmin, "m
             ),
             category="reduction",
             dtypes=NUMERIC,
+            family="reduce_arg",
+            tolerance="exact",
+            torch_twin=_arg_twin(_name),
+            conformance=_ARG_GRID,
         )
     )
 
@@ -295,6 +360,27 @@ def _log_softmax(x: np.ndarray, *, axis: int) -> np.ndarray:
         return (shifted - np.log(total)).astype(x.dtype).reshape(x.shape)
 
 
+def _softmax_twin(name: str) -> Callable[..., Any]:
+    def twin(torch: Any, x: Any, *, axis: int) -> Any:
+        return getattr(torch, name)(x, dim=axis)
+
+    return twin
+
+
+_SOFTMAX_GRID = grid(
+    point("axis", axis=-1, shapes=((2, 5),)),
+    point("axis", axis=1, shapes=((3, 4, 6),)),
+    point("axis", axis=0, shapes=((2, 3, 4),)),
+    point("axis", axis=0, shapes=((7,),)),
+    point("axis", axis=-1, shapes=((1, 1, 9),)),
+    point("f16", axis=-1, shapes=((3, 8),), dtypes="f16"),
+    # logits near 1e3..1e4: exp overflows unless the row maximum is subtracted first
+    point("large_logits", axis=-1, shapes=((4, 16),), values="large:1000"),
+    point("large_logits", axis=-1, shapes=((3, 33),), values="large:10000"),
+    point("nan_one_operand", axis=-1, shapes=((4, 6),), values="nan_one:6"),
+    point("edge", axis=-1, shapes=((4, 6),), values="edge"),
+)
+
 for _name, _ref, _formula in [
     ("softmax", _softmax, "y_i = e^(x_i - m) / sum_j e^(x_j - m), m = max_j x_j"),
     ("log_softmax", _log_softmax, "y_i = (x_i - m) - log(sum_j e^(x_j - m)), m = max_j x_j"),
@@ -310,5 +396,8 @@ for _name, _ref, _formula in [
             attrs=(Attr("axis", "int", -1, "the axis to normalize over"),),
             category="reduction",
             dtypes=FLOAT_DTYPES,
+            family="softmax",
+            torch_twin=_softmax_twin(_name),
+            conformance=_SOFTMAX_GRID,
         )
     )

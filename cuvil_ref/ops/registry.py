@@ -23,6 +23,8 @@ from cuvil_ref.errors import IRError, ShapeError, UnknownOpError
 from cuvil_ref.ir.dtypes import ALL_DTYPES, DType
 from cuvil_ref.ir.frozen import FrozenDict, freeze
 from cuvil_ref.ir.types import TensorType
+from cuvil_ref.ops.families import check_family, check_tolerance, default_family, default_tolerance
+from cuvil_ref.ops.grid import NO_GRID, Conformance
 
 
 class _Required:
@@ -118,6 +120,9 @@ def _coerce(kind: str, value: Any) -> Any:
 #: ``infer(types, attrs)``; a control-flow op's is ``infer(types, attrs, regions)``.
 InferFn = Callable[..., tuple[TensorType, ...]]
 ReferenceFn = Callable[..., Any]
+#: ``twin(torch, *tensors, **attrs)``: the op computed by PyTorch eager (``torch`` is the module,
+#: passed in so that declaring a twin never imports torch).
+TorchTwinFn = Callable[..., Any]
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,17 @@ class OpDef:
     as ``infer(types, attrs, regions)`` and its ``reference`` as ``reference(*arrays,
     regions=..., run=..., **attrs)``, where ``run(region, arrays)`` evaluates a region and returns
     its outputs (see ``cuvil_ref.ops.control_flow``).
+
+    Per-op knowledge for testing lives here too, so nothing else lists ops:
+
+    * ``family``: the signature's shape (``unary``, ``binary``, ``conv2d``, ``pool2d``...; see
+      ``cuvil_ref.ops.families.FAMILIES``); default from the category and the inputs.
+    * ``tolerance``: how close a float result must be (``exact``, ``ulp:N``, ``reduction``,
+      ``reduction+ulp:N``); default from the category. Integer results are always bit-exact.
+    * ``conformance``: the attribute grid, extra edge values and input domain the conformance
+      suite and the graph fuzzer test (``cuvil_ref.ops.grid``).
+    * ``torch_twin``: the same op in PyTorch eager, ``twin(torch, *tensors, **attrs)``, or None;
+      the fuzzer's torch mode compares the reference with it.
     """
 
     name: str
@@ -147,7 +163,29 @@ class OpDef:
     category: str = "misc"
     dtypes: frozenset[DType] = field(default_factory=lambda: ALL_DTYPES)
     num_outputs: int = 1  # -1: variable, decided by infer
+    family: str = ""
+    tolerance: str = ""
+    conformance: Conformance = NO_GRID
+    torch_twin: TorchTwinFn | None = None
     regions: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # frozen: defaults that depend on other fields are filled once, here
+        if not self.family:
+            object.__setattr__(self, "family", default_family(self.category, self.inputs))
+        if not self.tolerance:
+            object.__setattr__(self, "tolerance", default_tolerance(self.category))
+        problem = check_family(self.family) or check_tolerance(self.tolerance)
+        if problem:
+            raise IRError(f"op '{self.name}': {problem}")
+        known = {a.name for a in self.attrs}
+        for p in self.conformance.grid:
+            unknown = sorted(set(p.attrs) - known)
+            if unknown:
+                raise IRError(
+                    f"op '{self.name}': conformance point '{p.rule}' sets unknown attribute(s) "
+                    f"{', '.join(unknown)} (the op has: {', '.join(sorted(known)) or 'none'})"
+                )
 
     def attr(self, name: str) -> Attr:
         for a in self.attrs:

@@ -12,6 +12,7 @@ from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import TensorType, format_shape
 from cuvil_ref.ops.elementwise import NUMERIC
+from cuvil_ref.ops.grid import grid, point
 from cuvil_ref.ops.registry import Attr, OpDef, register
 from cuvil_ref.ops.shapes import normalize_axis
 
@@ -61,5 +62,19 @@ register(
         category="reduction",
         dtypes=NUMERIC,
         num_outputs=2,
+        family="select_k",
+        tolerance="exact",
+        conformance=grid(
+            point("axis", k=3, axis=-1, shapes=((3, 10),)),
+            point("axis", k=2, axis=1, shapes=((2, 5, 4),)),
+            point("axis", k=1, axis=0, shapes=((4, 7),)),
+            point("whole_axis", k=6, axis=0, shapes=((6,),)),
+            # whole numbers in [-3, 3]: every row has ties, the lower index must come first
+            point("tie", k=4, shapes=((3, 8),), values="small"),
+            point("tie", k=5, axis=0, shapes=((9, 3),), dtypes="i32", values="small"),
+            # one NaN per row: NaN is the largest (first), not skipped
+            point("nan_one_operand", k=3, shapes=((4, 6),), values="nan_one:6"),
+            point("edge", k=3, shapes=((4, 6),), values="edge"),
+        ),
     )
 )

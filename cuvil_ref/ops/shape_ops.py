@@ -9,12 +9,15 @@ where numpy gives them (values are what matters, not strides).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from cuvil_ref.errors import ShapeError
 from cuvil_ref.ir.dtypes import DType, promote
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import Dim, Shape, TensorType, format_shape
+from cuvil_ref.ops.grid import NO_GRID, Conformance, grid, point, torch_fn
 from cuvil_ref.ops.registry import Attr, InferFn, OpDef, ReferenceFn, register
 from cuvil_ref.ops.shapes import normalize_axis, symbolic_numel
 
@@ -325,10 +328,28 @@ def _shape_op(
     doc: str,
     attrs: tuple[Attr, ...] = (),
     num_outputs: int = 1,
+    *,
+    conformance: Conformance = NO_GRID,
+    torch_twin: Any = None,
 ) -> OpDef:
     return OpDef(
-        name, inputs, infer, reference, doc, attrs, category="shape", num_outputs=num_outputs
+        name,
+        inputs,
+        infer,
+        reference,
+        doc,
+        attrs,
+        category="shape",
+        num_outputs=num_outputs,
+        conformance=conformance,
+        torch_twin=torch_twin,
     )
+
+
+def _slice_twin(torch: Any, x: Any, *, axis: int, start: int, end: int | None, step: int) -> Any:
+    index = [slice(None)] * x.dim()
+    index[axis] = slice(start, end, step)
+    return x[tuple(index)]
 
 
 for _opdef in (
@@ -339,6 +360,14 @@ for _opdef in (
         _reshape,
         "y = x with shape `shape` (row-major order kept); one -1 is inferred; symbols allowed",
         (Attr("shape", "dims", doc="target shape; ints, symbol names, one -1"),),
+        conformance=grid(
+            point(shape=(6, 4), shapes=((2, 3, 4),)),
+            point("infer_dim", shape=(-1,), shapes=((2, 3, 4),)),
+            point("infer_dim", shape=(4, -1, 2), shapes=((2, 3, 4),)),
+            point("empty", shape=(3, 0), shapes=((0, 3),)),
+            point("rank0", shape=(1, 1), shapes=((),)),
+        ),
+        torch_twin=lambda torch, x, shape: x.reshape(shape),
     ),
     _shape_op(
         "flatten",
@@ -347,6 +376,13 @@ for _opdef in (
         _flatten,
         "y = x with dims start_dim..end_dim merged into one (torch.flatten)",
         (Attr("start_dim", "int", 0), Attr("end_dim", "int", -1)),
+        conformance=grid(
+            point(start_dim=1, shapes=((2, 3, 4, 5),)),
+            point(shapes=((2, 3, 4),)),
+            point("range", start_dim=1, end_dim=2, shapes=((2, 3, 4, 5),)),
+            point("negative_dims", start_dim=-2, end_dim=-1, shapes=((2, 3, 4),)),
+        ),
+        torch_twin=torch_fn("flatten"),
     ),
     _shape_op(
         "permute",
@@ -355,6 +391,12 @@ for _opdef in (
         _permute,
         "y.shape[i] = x.shape[perm[i]]; y[idx] = x[idx permuted back]",
         (Attr("perm", "ints", doc="a permutation of the dims (negative allowed)"),),
+        conformance=grid(
+            point(perm=(2, 0, 1), shapes=((2, 3, 4),)),
+            point(perm=(0, 2, 3, 1), shapes=((1, 3, 5, 4),)),
+            point("rank5", perm=(4, 3, 2, 1, 0), shapes=((2, 3, 1, 2, 2),)),
+        ),
+        torch_twin=lambda torch, x, perm: x.permute(*perm),
     ),
     _shape_op(
         "transpose",
@@ -363,6 +405,12 @@ for _opdef in (
         _transpose,
         "y = x with dims dim0 and dim1 swapped",
         (Attr("dim0", "int"), Attr("dim1", "int")),
+        conformance=grid(
+            point(dim0=0, dim1=1, shapes=((3, 5),)),
+            point("negative_dims", dim0=-1, dim1=0, shapes=((2, 3, 4),)),
+            point(dim0=1, dim1=2, shapes=((2, 3, 4, 5),)),
+        ),
+        torch_twin=lambda torch, x, dim0, dim1: x.transpose(dim0, dim1),
     ),
     _shape_op(
         "concat",
@@ -371,6 +419,15 @@ for _opdef in (
         _concat,
         "y = the inputs joined along `axis` (torch.cat; dtypes promote)",
         (Attr("axis", "int", 0),),
+        conformance=grid(
+            point(axis=0, shapes=((2, 3), (4, 3))),
+            point("negative_axis", axis=-1, shapes=((2, 3), (2, 1), (2, 5))),
+            point(axis=1, shapes=((1, 2, 3, 4), (1, 3, 3, 4))),
+            point("empty", axis=0, shapes=((0, 3), (2, 3))),
+            point("single", axis=0, shapes=((3,),)),
+            point("promotion", axis=1, shapes=((2, 2), (2, 2)), dtypes=("i8", "f32")),
+        ),
+        torch_twin=lambda torch, *xs, axis: torch.cat(xs, dim=axis),
     ),
     _shape_op(
         "split",
@@ -380,6 +437,12 @@ for _opdef in (
         "outputs k = x[..., sum(sizes[:k]) : sum(sizes[:k+1]), ...] along `axis` (covers chunk)",
         (Attr("axis", "int", 0), Attr("sizes", "ints", doc="one size per output")),
         num_outputs=-1,
+        conformance=grid(
+            point(axis=0, sizes=(2, 4), shapes=((6, 4),)),
+            point(axis=1, sizes=(3, 3, 3), shapes=((3, 9),)),
+            point("empty", axis=-2, sizes=(1, 0, 4), shapes=((2, 5, 2),)),
+        ),
+        torch_twin=lambda torch, x, axis, sizes: torch.split(x, list(sizes), dim=axis),
     ),
     _shape_op(
         "slice",
@@ -395,6 +458,14 @@ for _opdef in (
             Attr("end", "int?", None, "None: to the end"),
             Attr("step", "int", 1),
         ),
+        conformance=grid(
+            point("step", axis=0, start=2, end=8, step=2, shapes=((10, 4),)),
+            point("negative_bounds", axis=0, start=-3, shapes=((10, 4),)),
+            point("step", axis=1, start=1, end=-1, step=3, shapes=((3, 9),)),
+            point("clamped_bounds", axis=-1, start=5, end=100, shapes=((3, 9),)),
+            point("empty", axis=1, start=7, end=2, shapes=((3, 9),)),
+        ),
+        torch_twin=_slice_twin,
     ),
     _shape_op(
         "narrow",
@@ -408,6 +479,12 @@ for _opdef in (
             Attr("start", "int", 0),
             Attr("length", "dims", doc="(n,): an int or a symbolic dim name"),
         ),
+        conformance=grid(
+            point(axis=0, start=0, length=(6,), shapes=((10, 4),)),
+            point("negative_axis", axis=-1, start=2, length=(7,), shapes=((3, 9),)),
+            point("empty", axis=1, start=9, length=(0,), shapes=((3, 9),)),
+        ),
+        torch_twin=lambda torch, x, axis, start, length: x.narrow(axis, start, length[0]),
     ),
     _shape_op(
         "squeeze",
@@ -417,6 +494,13 @@ for _opdef in (
         "y = x without the listed size-1 dims (None: all size-1 dims); listed dims whose size "
         "is not 1 are kept, as torch does",
         (Attr("axes", "ints?", None),),
+        conformance=grid(
+            point(shapes=((1, 3, 1, 4),)),
+            point("axes", axes=(0,), shapes=((1, 3, 1, 4),)),
+            point("axes", axes=(-2,), shapes=((1, 3, 1, 4),)),
+            point("not_one", axes=(0,), shapes=((2, 3),)),
+        ),
+        torch_twin=lambda torch, x, axes: x.squeeze() if axes is None else x.squeeze(axes),
     ),
     _shape_op(
         "unsqueeze",
@@ -425,6 +509,13 @@ for _opdef in (
         _unsqueeze,
         "y = x with a size-1 dim inserted at `axis` (in [-rank-1, rank])",
         (Attr("axis", "int"),),
+        conformance=grid(
+            point(axis=0, shapes=((3, 4),)),
+            point("negative_axis", axis=-1, shapes=((3, 4),)),
+            point("rank0", axis=0, shapes=((),)),
+            point(axis=1, shapes=((3, 4),)),
+        ),
+        torch_twin=lambda torch, x, axis: x.unsqueeze(axis),
     ),
     _shape_op(
         "expand",
@@ -434,6 +525,13 @@ for _opdef in (
         "y = x broadcast to `shape` (torch.expand: -1 keeps a dim, only size-1 dims stretch, new "
         "dims are prepended)",
         (Attr("shape", "dims", doc="target shape; -1 keeps"),),
+        conformance=grid(
+            point(shape=(3, 4), shapes=((3, 1),)),
+            point("new_dims", shape=(2, 3, 4), shapes=((1, 4),)),
+            point("keep", shape=(-1, 5), shapes=((3, 1),)),
+            point("rank0", shape=(2, 2), shapes=((),)),
+        ),
+        torch_twin=lambda torch, x, shape: x.expand(*shape),
     ),
     _shape_op(
         "pad",
@@ -443,6 +541,13 @@ for _opdef in (
         "constant padding as torch.nn.functional.pad: pads = (left, right) of the last dim, then "
         "of the one before...; padded cells hold `value` (cast to x's dtype); negative pads crop",
         (Attr("pads", "ints"), Attr("value", "float", 0.0)),
+        conformance=grid(
+            point(pads=(1, 1, 2, 0), shapes=((1, 2, 3, 4),)),
+            point("value", pads=(2, 3), value=-1.5, shapes=((2, 5),), dtypes="f32"),
+            point("negative_pads", pads=(-1, 1, 0, -2), shapes=((1, 2, 4, 4),)),
+            point("outer_dim", pads=(0, 0, 0, 0, 1, 1), shapes=((2, 3, 4),)),
+        ),
+        torch_twin=lambda torch, x, pads, value: torch.nn.functional.pad(x, pads, value=value),
     ),
 ):
     register(_opdef)

@@ -40,6 +40,8 @@ def _same_shape(m: Match, r: Rewriter) -> Value | None:
 
 def _perm_of(node: Node) -> tuple[int, ...]:
     rank = node.inputs[0].type.rank
+    if rank == 0:  # transposing a scalar (dims 0/-1 allowed, as torch) moves nothing
+        return ()
     if node.op == "permute":
         return tuple(p % rank for p in node.attrs["perm"])
     perm = list(range(rank))

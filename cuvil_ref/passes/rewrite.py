@@ -34,6 +34,9 @@ from cuvil_ref.ir.graph import Graph, Node, Provenance, Value
 from cuvil_ref.passes.base import PassResult
 from cuvil_ref.passes.dce import eliminate_dead_code
 
+#: ``Rewriter.op``'s default: keep the layout inference gives.
+_INFERRED: Any = object()
+
 MAX_SWEEPS = 32
 
 
@@ -139,14 +142,15 @@ class Rewriter:
         inputs: Sequence[Value],
         attrs: Mapping[str, Any] | None = None,
         *,
-        layout: str | None = None,
+        layout: Any = _INFERRED,
     ) -> Value:
-        """Append ``op(inputs)``; ``layout`` tags the output type."""
+        """Append ``op(inputs)``; ``layout`` (a layout name, or None for none) tags the output
+        type, as the value being replaced has it; without it the inferred layout stays."""
         from cuvil_ref.ops import get_op
 
         opdef = get_op(op)
         types = opdef.infer_types([v.type for v in inputs], opdef.normalize_attrs(attrs))
-        tagged = [t.with_layout(layout) for t in types] if layout else None
+        tagged = None if layout is _INFERRED else [t.with_layout(layout) for t in types]
         before = len(self._b.nodes)
         out = self._b.op_multi(op, inputs, attrs, provenance=self._provenance, output_types=tagged)
         self.created.extend(self._b.nodes[before:])

@@ -98,7 +98,8 @@ class ConformancePolicy:
     """A pack's declared deviations from the default conformance policy.
 
     Every loosened tolerance and every skip carries a written reason, shown in the report.
-    ``tolerances`` maps op name -> (Tolerance, reason); ``skips`` maps op or case id -> reason.
+    ``tolerances`` maps op name -> (Tolerance, reason); ``skips`` maps op, case id or a glob
+    over case ids (``fnmatch``) -> reason.
     """
 
     tolerances: Mapping[str, tuple[Tolerance, str]] = field(default_factory=dict)

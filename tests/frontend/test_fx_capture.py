@@ -108,6 +108,26 @@ def test_scalar_constants_take_the_tensor_dtype() -> None:
     assert all(a.shape == () for a in module.graph.constants.values())
 
 
+@pytest.mark.parametrize("capture", ["fx", "export"])
+def test_softsign_is_captured_and_matches_eager(capture: str) -> None:
+    """The op added by following docs/ir.md's steps: nn.Softsign and F.softsign."""
+
+    class M(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.act = nn.Softsign()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.act(x) + torch.nn.functional.softsign(x * 3)
+
+    model = M().eval()
+    run_and_compare(model, [(2, 7)], capture)
+    module = torch_to_cuvilir(model, input_shape=(2, 7), capture=capture)
+    ops = [n.op for n in module.graph.nodes]
+    # fx sees the torch calls; export decomposes F.softsign (Python code) into abs, add, div
+    assert ops.count("softsign") == 2 if capture == "fx" else {"abs", "div"} <= set(ops)
+
+
 def test_random_calls_are_refused_not_baked_into_constants() -> None:
     """fx runs ``torch.rand(3)`` (no tensor arguments) at trace time; baking its result into the
     graph would make every call return the same "random" numbers."""

@@ -119,6 +119,11 @@ EXAMPLES: dict[str, tuple[tuple[TensorType, ...], dict[str, Any]]] = {
         (T((2, 3), I8), T((1, 3), I8)),
         {**_REQ, "multiplier": (_M, _M), "shift": (30, 30), "x_zp": (0, 1)},
     ),
+    # an average pool's multiplier table covers every window size (here up to 2x2)
+    "qadaptive_avg_pool2d": (
+        (T((1, 2, 4, 4), I8),),
+        {"output_size": (2, 2), "multiplier": (_M,) * 4, "shift": (30,) * 4, "out_scale": 0.5},
+    ),
     "qconv2d": ((T((1, 2, 5, 5), I8), T((3, 2, 3, 3), I8), T((3,), DType.i32)), _REQ),
     "qlinear": ((T((2, 4), I8), T((3, 4), I8), T((3,), DType.i32)), _REQ),
     "qmatmul": ((T((2, 3), I8), T((3, 4), I8)), _REQ),

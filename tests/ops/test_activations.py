@@ -31,6 +31,7 @@ TORCH: dict[str, Callable[..., torch.Tensor]] = {
     "softplus": lambda t, beta, threshold: F.softplus(t, beta, threshold),
     "elu": lambda t, alpha: F.elu(t, alpha),
     "mish": F.mish,
+    "softsign": F.softsign,
 }
 
 CASES: list[tuple[str, dict[str, Any]]] = [
@@ -56,6 +57,7 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("elu", {}),
     ("elu", {"alpha": 0.5}),
     ("mish", {}),
+    ("softsign", {}),
 ]
 SHAPES = [(), (1,), (7,), (3, 5), (2, 1, 9), (2, 0, 3), (2, 3, 4, 5)]
 

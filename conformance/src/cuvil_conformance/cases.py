@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -47,16 +47,24 @@ _F32_EDGES = [
 class InputSpec:
     """How to generate one input.
 
-    ``kind``: ``normal`` (float: 2*N(0,1); int: small ints), ``positive`` (> 0), ``edge`` (±0,
-    NaN, ±Inf, subnormals, limits, ties, then random), ``full`` (the dtype's whole range),
-    ``index:N`` (integers in [0, N)), ``offsets:N`` (bag offsets into N indices: sorted, in
-    [0, N], the first 0), ``bool``, ``unit`` (uniform in [-1, 1]), ``small`` (ints in [-8, 8]).
+    ``kind``: ``normal`` (float: 2*N(0,1); int: small ints), ``positive`` (> 0), ``unit``
+    (uniform in [-1, 1]), ``small`` (whole numbers in [-3, 3] for floats -- every row has ties --
+    and [-8, 8] for ints), ``neg`` (negative values only), ``edge`` (±0, NaN, ±Inf, subnormals,
+    limits, ties, then ``extra``, then random), ``full`` (the dtype's whole range), ``index:N``
+    (integers in [0, N)), ``offsets:N`` (bag offsets into N indices: sorted, in [0, N], the
+    first 0), ``bool``, ``nan_one:K[:R]`` (normal values with NaN at every index
+    ``i % K == R``, R drawn when absent: other inputs get NaN elsewhere), ``ties:S`` (exact
+    halfway points ``(k + 1/2) * S``), ``lowvar:M`` (mean M, standard deviation M/300: variance
+    by ``E[x^2] - E[x]^2`` in f32 loses most digits, a two-pass variance does not), ``large:M``
+    (uniform in [-M, M]), ``grid:S`` (multiples of S in [-3, 3]: their products and sums are
+    exact in f32).
     """
 
     shape: tuple[int, ...]
     dtype: str = "f32"
     kind: str = "normal"
     const: bool = False
+    extra: tuple[float, ...] = ()
 
     def generate(self, rng: np.random.Generator) -> np.ndarray:
         dt = DType(self.dtype)
@@ -70,34 +78,64 @@ class InputSpec:
             flat = np.sort(rng.integers(0, int(arg) + 1, n))
             flat[:1] = 0
         elif dt.is_float:
-            if kind == "positive":
-                flat = np.abs(rng.standard_normal(n)) * 2 + 0.05
-            elif kind == "unit":
-                flat = rng.uniform(-1, 1, n)
-            elif kind == "edge":
-                flat = rng.standard_normal(n) * 2
-                edges = np.array(_F32_EDGES, dtype=np.float64)
-                take = min(n, len(edges))
-                flat[:take] = edges[:take]
-                if dt == DType.f16:
-                    flat[flat == 1e-40] = 1e-7  # f16 subnormal
-            else:
-                flat = rng.standard_normal(n) * 2
+            flat = _float_values(kind, arg, n, rng, self.extra, dt)
         else:
-            info = np.iinfo(dt.numpy)
-            if kind in ("full", "edge"):
-                flat = rng.integers(info.min, int(info.max) + 1, n)
-                if kind == "edge":
-                    edges = [info.min, info.max, 0, 1, -1 if info.min < 0 else 2]
-                    take = min(n, len(edges))
-                    flat[:take] = edges[:take]
-            elif kind == "small":
-                flat = rng.integers(max(-8, info.min), 9, n)
-            else:
-                lo, hi = max(info.min, -50), min(int(info.max), 50)
-                flat = rng.integers(lo, hi + 1, n)
+            flat = _int_values(kind, arg, n, rng, dt)
         with np.errstate(all="ignore"):
             return np.asarray(flat).astype(dt.numpy).reshape(self.shape)
+
+
+def _float_values(
+    kind: str, arg: str, n: int, rng: np.random.Generator, extra: tuple[float, ...], dt: DType
+) -> np.ndarray:
+    if kind == "positive":
+        return np.abs(rng.standard_normal(n)) * 2 + 0.05
+    if kind == "unit":
+        return rng.uniform(-1, 1, n)
+    if kind == "small":
+        return rng.integers(-3, 4, n).astype(np.float64)
+    if kind == "neg":
+        return -(np.abs(rng.standard_normal(n)) * 2 + 0.05)
+    if kind == "ties":
+        return (rng.integers(-20, 20, n) + 0.5) * float(arg)
+    if kind == "lowvar":
+        mean = float(arg)
+        return mean + rng.standard_normal(n) * (mean / 300)
+    if kind == "large":
+        return rng.uniform(-float(arg), float(arg), n)
+    if kind == "grid":
+        step = float(arg)
+        return rng.integers(-int(3 / step), int(3 / step) + 1, n) * step
+    flat = rng.standard_normal(n) * 2
+    if kind == "nan_one":
+        k, _, r = arg.partition(":")
+        period = int(k)
+        offset = int(r) if r else int(rng.integers(0, period))
+        flat[offset::period] = np.nan
+    elif kind == "edge":
+        edges = np.array(_F32_EDGES + list(extra), dtype=np.float64)
+        take = min(n, len(edges))
+        flat[:take] = edges[:take]
+        if dt == DType.f16:
+            flat[flat == 1e-40] = 1e-7  # f16 subnormal
+    return flat
+
+
+def _int_values(kind: str, arg: str, n: int, rng: np.random.Generator, dt: DType) -> np.ndarray:
+    info = np.iinfo(dt.numpy)
+    if kind in ("full", "edge"):
+        flat = rng.integers(info.min, int(info.max) + 1, n)
+        if kind == "edge":
+            edges = [info.min, info.max, 0, 1, -1 if info.min < 0 else 2]
+            take = min(n, len(edges))
+            flat[:take] = edges[:take]
+        return flat
+    if kind == "small":
+        return rng.integers(max(-8, info.min), 9, n)
+    if kind == "neg" and info.min < 0:
+        return rng.integers(info.min, 0, n)
+    lo, hi = max(info.min, -50), min(int(info.max), 50)
+    return rng.integers(lo, hi + 1, n)
 
 
 @dataclass(frozen=True)
@@ -109,7 +147,10 @@ class Case:
     inputs: tuple[InputSpec, ...]
     attrs: FrozenDict = field(default_factory=FrozenDict)
     tags: frozenset[str] = frozenset()
-    reduce_len: int = 1  # elements summed per output, for reduction-scaled float bounds
+    # elements summed per output, for reduction-scaled float bounds; 0 when the inputs make every
+    # sum exact (the result is then held to the elementwise part of the bound)
+    reduce_len: int = 1
+    rule: str = "basic"  # the semantic rule / attribute class the case exercises
 
     @property
     def id(self) -> str:
@@ -150,6 +191,7 @@ def make_case(
     label: str = "",
     tags: Sequence[str] = (),
     reduce_len: int = 1,
+    rule: str = "basic",
 ) -> Case:
     """A case whose variant is derived from dtype, shapes and attrs (and an optional label)."""
     shapes = "_".join("x".join(str(d) for d in s.shape) or "scalar" for s in inputs)
@@ -157,7 +199,13 @@ def make_case(
     attr_text = ",".join(f"{k}={_short(v)}" for k, v in sorted((attrs or {}).items()))
     parts = [dtype, shapes] + ([attr_text] if attr_text else []) + ([label] if label else [])
     return Case(
-        op, "-".join(parts), tuple(inputs), FrozenDict(attrs or {}), frozenset(tags), reduce_len
+        op,
+        "-".join(parts),
+        tuple(inputs),
+        FrozenDict(attrs or {}),
+        frozenset(tags) | {rule},
+        reduce_len,
+        rule,
     )
 
 
@@ -176,7 +224,5 @@ def dedupe(cases: Sequence[Case]) -> list[Case]:
     for c in cases:
         k = seen.get(c.id, 0) + 1
         seen[c.id] = k
-        out.append(
-            c if k == 1 else Case(c.op, f"{c.variant}#{k}", c.inputs, c.attrs, c.tags, c.reduce_len)
-        )
+        out.append(c if k == 1 else replace(c, variant=f"{c.variant}#{k}"))
     return out

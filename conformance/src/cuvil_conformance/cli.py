@@ -1,6 +1,7 @@
 """``cuvil-conformance run --target T``: run the suite with a progress bar and write reports.
 
-Exit status: 0 when nothing failed or errored and every requested op has cases; 1 otherwise;
+Exit status: 0 when nothing failed or errored, every requested op has cases and the pack ran at
+least one case; 1 otherwise;
 2 for usage errors (unknown target, unknown op); 3 when the target is unavailable on this machine
 (every case is then reported as unsupported — never as passed) unless --allow-unavailable.
 """
@@ -8,6 +9,7 @@ Exit status: 0 when nothing failed or errored and every requested op has cases; 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 from rich.console import Console
@@ -55,8 +57,9 @@ def run(
 ) -> None:
     """Run the suite for TARGET.
 
-    Exit status: 0 when every requested case passed or was declined by the pack; 1 on failures,
-    errors or ops without cases; 2 on usage errors; 3 when the target is unavailable here
+    Exit status: 0 when every requested case passed or was declined by the pack and at least one
+    case ran; 1 on failures, errors, ops without cases or when the pack claimed no case at all;
+    2 on usage errors; 3 when the target is unavailable here
     (nothing ran), unless --allow-unavailable.
     """
     console = Console(stderr=True)
@@ -101,6 +104,11 @@ def run(
     out.print(table)
     if report.uncovered:
         out.print(f"[red]ops without cases:[/] {', '.join(report.uncovered)}")
+    if t.get("available", True) and s["claimed"] == 0:
+        out.print(
+            f"[red]the pack ran none of the {s['total']} cases[/] (all unsupported or skipped): "
+            "nothing was shown to conform; check --ops and the pack's cuvil_supports_node"
+        )
     for r in report.results:
         if show == "all" or (show == "failures" and r.status in ("failed", "error")):
             out.print(f"{r.status.upper():<11} {r.id}: {r.reason}", markup=False)
@@ -114,6 +122,77 @@ def run(
         reports.write_html(report, html_path)
     if not t.get("available", True):
         sys.exit(0 if allow_unavailable else 3)
+    sys.exit(0 if report.ok else 1)
+
+
+@main.command()
+@click.option("--target", "-t", required=True, help="target name, alias or JSON spec file")
+@click.option("--seconds", type=float, default=60.0, show_default=True, help="time budget")
+@click.option("--seed", type=int, default=0, show_default=True, help="replays the same graphs")
+@click.option(
+    "--mode",
+    type=click.Choice(["pipeline", "torch"]),
+    default="pipeline",
+    show_default=True,
+    help="pipeline: the target at every opt_level vs the interpreter at opt_level 0; "
+    "torch: the interpreter vs PyTorch eager (ops with a torch twin)",
+)
+@click.option(
+    "--save-dir",
+    type=click.Path(file_okay=False),
+    default="fuzz-failures",
+    show_default=True,
+    help="where shrunk failures are written as regression cases",
+)
+@click.option("--batch", type=int, default=25, show_default=True, help="examples per round")
+def fuzz(target: str, seconds: float, seed: int, mode: str, save_dir: str, batch: int) -> None:
+    """Differential graph fuzzing of TARGET (random well-typed graphs of registry ops).
+
+    Exit status: 0 when no failure was found; 1 when some were (each shrunk and saved under
+    --save-dir; copy it to conformance/tests/fuzz_regressions/ once fixed); 2 on usage errors;
+    3 when the target is unavailable on this machine.
+    """
+    from cuvil_conformance.fuzz import run_fuzz
+    from cuvil_ref.plugin.host import get_host
+
+    console = Console(stderr=True)
+    try:
+        host = get_host()
+        spec = host.resolve(target)
+        avail = host.availability(spec)
+    except CuvilError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        sys.exit(2)
+    if not avail.available:
+        console.print(f"[yellow]target '{spec.name}' is unavailable:[/] {avail.reason}")
+        sys.exit(3)
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
+    with progress:
+        task = progress.add_task(f"fuzz[{spec.name}, {mode}]", total=seconds, info="")
+
+        def on_progress(r: Any) -> None:
+            info = f"{r.examples} graphs, {len(r.failures)} failures"
+            progress.update(task, completed=min(r.seconds, seconds), info=info)
+
+        report = run_fuzz(
+            spec.name, seconds, seed, mode, save_dir, batch=batch, on_progress=on_progress
+        )
+    out = Console()
+    out.print(
+        f"fuzz {spec.name} ({mode}, seed {seed}): {report.examples} graphs "
+        f"({report.checked} checked) in {report.seconds:.0f} s, {len(report.ops_seen)} distinct "
+        f"ops, {len(report.failures)} failures"
+    )
+    for ops, finding, path in report.failures:
+        out.print(f"FAILED {ops}\n  {finding}\n  saved: {path}", markup=False)
     sys.exit(0 if report.ok else 1)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cuvil_conformance.runner import CaseResult
-from cuvil_conformance.tolerance import Rule, compare
+from cuvil_conformance.tolerance import Metrics, Rule, compare
 from cuvil_ref.interpreter import interpret
 from cuvil_ref.plugin.host import PluginHost
 from cuvil_ref.plugin.target_spec import TargetSpec
@@ -83,13 +83,13 @@ class ModelCase:
             result.status = "unsupported"
             result.reason = "no node of the model ran on the target (everything fell back to ref)"
             return result
-        rule = Rule("exact") if quantize else Rule("reduction")
+        rule = Rule("exact") if quantize else Rule("reduction", 1)
         k = 4096  # model-level accumulation length bound for float targets
-        reasons = []
+        reasons, metrics = [], Metrics()
         for i, (g, w) in enumerate(zip(got, want)):
             c = compare(np.asarray(g), np.asarray(w), rule, k)
-            result.max_abs_err = max(result.max_abs_err or 0.0, c.max_abs_err)
-            result.max_ulp = max(result.max_ulp or 0.0, c.max_ulp)
+            metrics = metrics.worst(c.metrics)
+            result.metrics = metrics
             if not c.ok:
                 reasons.append(f"output {i}: {c.reason}")
         result.status = "failed" if reasons else "passed"

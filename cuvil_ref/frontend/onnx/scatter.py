@@ -1,7 +1,7 @@
 """Converters for ONNX's scatters and samplers: ``ScatterElements`` (and the older ``Scatter``),
-``ScatterND`` (every ``reduction``), ``CumSum`` (``exclusive``, ``reverse``) and ``GridSample``
-(2-D). Each is claimed only when the IR op it lowers to (``scatter``, ``cumsum``/``flip``,
-``grid_sample``) is registered.
+``ScatterND`` (every ``reduction``), ``CumSum`` and ``CumProd`` (``exclusive``, ``reverse``) and
+``GridSample`` (2-D). The scatters and GridSample are claimed only when the IR op they lower to
+(``scatter``, ``grid_sample``) is registered.
 
 ``ScatterND`` scatters slices: its first ``k`` data dims are flattened into one, each index
 tuple becomes a flat row number, and the slices are scattered as rows by the IR's ``scatter``
@@ -82,11 +82,48 @@ def scatter_nd(cx: OnnxContext, node: OnnxNode) -> Value:
     return cx.op("reshape", [y], shape=dims)
 
 
+#: Longest axis CumSum (without the IR's cumsum) and CumProd are built for slice by slice.
+PREFIX_LIMIT = 4096
+
+
+def _prefix(cx: OnnxContext, node: OnnxNode, combine: str, identity: float) -> Value:
+    """Running ``combine`` (add or mul) along ``axis`` (an input), one slice at a time:
+    ``reverse`` runs from the end, ``exclusive`` leaves each element out of its own result
+    (the first result is the identity). Each partial result is rounded to the input's type,
+    as ONNX's reference computes it."""
+    x = x_of(node)
+    axis = axis_of(cx.ints(node.input(1), "axis")[0], x.type.rank, cx)
+    reverse, exclusive = bool(node.attr("reverse", 0)), bool(node.attr("exclusive", 0))
+    n = static_dims(cx, x, node.op_type)[axis]
+    if n > PREFIX_LIMIT:
+        raise cx.error(f"{node.op_type} along {n} elements: Cuvil builds at most {PREFIX_LIMIT}")
+    order = list(range(n - 1, -1, -1)) if reverse else list(range(n))
+    pieces = {i: cx.op("slice", [x], axis=axis, start=i, end=i + 1) for i in order}
+    results: dict[int, Value] = {}
+    acc: Value | None = None
+    for i in order:
+        if exclusive:
+            shape = list(pieces[i].type.shape)
+            results[i] = (
+                acc
+                if acc is not None
+                else cx.constant(np.full(shape, identity, dtype=x.type.dtype.numpy), "identity")
+            )
+        acc = pieces[i] if acc is None else cx.op(combine, [acc, pieces[i]])
+        if not exclusive:
+            results[i] = acc
+    if n == 0:
+        return x
+    parts = [results[i] for i in range(n)]
+    return parts[0] if n == 1 else cx.op("concat", parts, axis=axis)
+
+
 @onnx_op(TABLE, "CumSum", 11, 14)
 def cumsum(cx: OnnxContext, node: OnnxNode) -> Value:
-    """Running sums along ``axis`` (an input); ``reverse`` runs from the end, ``exclusive``
-    leaves each element out of its own sum (the first sum is 0). The result keeps the input's
-    element type, as ONNX says (the IR's integer cumsum is i64, cast back)."""
+    """Running sums; the result keeps the input's element type, as ONNX says (the IR's integer
+    cumsum is i64, cast back). Without the IR's ``cumsum`` and ``flip``, slice by slice."""
+    if "cumsum" not in REGISTRY or "flip" not in REGISTRY:
+        return _prefix(cx, node, "add", 0)
     x = x_of(node)
     axis = axis_of(cx.ints(node.input(1), "axis")[0], x.type.rank, cx)
     reverse, exclusive = bool(node.attr("reverse", 0)), bool(node.attr("exclusive", 0))
@@ -99,6 +136,12 @@ def cumsum(cx: OnnxContext, node: OnnxNode) -> Value:
         y = cx.op("slice", [y], axis=axis, start=0, end=n)
     y = cx.cast(cx.op("cumsum", [y], axis=axis), x.type.dtype)
     return cx.op("flip", [y], axes=(axis,)) if reverse else y
+
+
+@onnx_op(TABLE, "CumProd", 26)
+def cumprod(cx: OnnxContext, node: OnnxNode) -> Value:
+    """Running products, slice by slice (integers wrap as ONNX's reference does)."""
+    return _prefix(cx, node, "mul", 1)
 
 
 #: ONNX GridSample's modes (16 spells the IR's names, 20 renamed them) -> the IR's names.
@@ -128,7 +171,6 @@ def _claim_if_registered() -> None:
     """Drop the converters whose IR op is not in this installation's registry."""
     needs = {
         "ScatterND": ("scatter",),
-        "CumSum": ("cumsum", "flip"),
         "GridSample": ("grid_sample",),
     }
     for onnx_name, ir_ops in needs.items():

@@ -1,8 +1,13 @@
-"""Case generators, keyed by op name, with category rules for table-declared ops.
+"""Case generators, keyed by op family; the per-op knowledge comes from the op declarations.
 
-``generate_cases`` walks the op registry: every registered op gets cases from its entry here or,
-for simple elementwise ops, from its category rule. An op with neither is returned in
-``missing`` and reported by the runner as uncovered — never silently skipped.
+``generate_cases`` walks the op registry. Each op's family (``OpDef.family``) picks a generator
+here; the generator reads the op's declared grid, edge values and domain (``OpDef.conformance``),
+so this package holds no list of ops. Families not named in ``FAMILY_GENERATORS`` build one case
+per declared grid point that gives its shapes. An op that yields no case is returned in
+``missing`` and reported by the runner as uncovered -- never silently skipped.
+
+``--quick`` keeps the first grid point of every rule, so a quick run still has a case of every
+attribute class and semantic rule (padding, ceil_mode, groups, ties, NaN with one NaN operand...).
 """
 
 from __future__ import annotations
@@ -10,109 +15,66 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from cuvil_conformance.cases import Case, dedupe
-from cuvil_conformance.generators import elementwise, nn, reductions, shape
+from cuvil_conformance.generators import elementwise, points, reductions
 from cuvil_ref.ops import REGISTRY, OpDef
 
+FamilyGenerator = Callable[[OpDef, bool], Iterator[Case]]
+#: An out-of-tree generator for one op: ``(op name, quick) -> cases``.
 Generator = Callable[[str, bool], Iterator[Case]]
 
-GENERATORS: dict[str, Generator] = {
-    "where": elementwise.where_cases,
-    "sum": reductions.reduce_cases,
-    "mean": reductions.reduce_cases,
-    "amax": reductions.reduce_cases,
-    "amin": reductions.reduce_cases,
-    "prod": reductions.reduce_cases,
-    "var": reductions.var_cases,
-    "std": reductions.var_cases,
-    "argmax": reductions.arg_cases,
-    "argmin": reductions.arg_cases,
-    "softmax": reductions.softmax_cases,
-    "log_softmax": reductions.softmax_cases,
-    "topk": reductions.topk_cases,
-    "layer_norm": nn.layer_norm_cases,
-    "rms_norm": nn.rms_norm_cases,
-    "batch_norm": nn.batch_norm_cases,
-    "group_norm": nn.group_norm_cases,
-    "matmul": nn.matmul_cases,
-    "linear": nn.linear_cases,
-    "conv2d": nn.conv_cases,
-    "max_pool2d": nn.max_pool_cases,
-    "avg_pool2d": nn.avg_pool_cases,
-    "adaptive_avg_pool2d": nn.adaptive_cases,
-    "adaptive_max_pool2d": nn.adaptive_cases,
-    "reshape": shape.reshape_cases,
-    "flatten": shape.flatten_cases,
-    "permute": shape.permute_cases,
-    "transpose": shape.transpose_cases,
-    "squeeze": shape.squeeze_cases,
-    "unsqueeze": shape.unsqueeze_cases,
-    "expand": shape.expand_cases,
-    "slice": shape.slice_cases,
-    "narrow": shape.narrow_cases,
-    "arange": shape.arange_cases,
-    "pad": shape.pad_cases,
-    "concat": shape.concat_cases,
-    "split": shape.split_cases,
-    "index_select": shape.index_select_cases,
-    "gather": shape.gather_cases,
-    "embedding": shape.embedding_cases,
+FAMILY_GENERATORS: dict[str, FamilyGenerator] = {
+    "unary": elementwise.unary_cases,
+    "binary": elementwise.binary_cases,
+    "reduce": reductions.reduce_cases,
+    "reduce_var": reductions.reduce_cases,
+    "reduce_arg": reductions.reduce_cases,
+    "shape": points.shape_cases,
+    "factory": points.factory_cases,
 }
+
+_EXTRA: dict[str, Generator] = {}
 
 
 def register_generator(op: str, generator: Generator) -> None:
-    """Add cases for an op declared outside the core op set (used by families that land later)."""
-    GENERATORS[op] = generator
+    """Add cases for one op beyond its declared grid (for packs testing their own ops)."""
+    _EXTRA[op] = generator
 
 
-def _category_rule(opdef: OpDef) -> Generator | None:
-    if opdef.category in ("elementwise", "activation"):
-        if opdef.inputs == ("x",):
-            return elementwise.unary_cases
-        if opdef.inputs == ("a", "b"):
-            return elementwise.binary_cases
-    return None
+def cases_for(opdef: OpDef, quick: bool = False) -> list[Case]:
+    """Every case of one op: its family generator plus any registered extra generator."""
+    family = FAMILY_GENERATORS.get(opdef.family, points.explicit_cases)
+    cases = list(family(opdef, quick))
+    if opdef.name in _EXTRA:
+        cases.extend(_EXTRA[opdef.name](opdef.name, quick))
+    return cases
 
 
-def generator_for(opdef: OpDef) -> Generator | None:
-    _load_extra_generators()
-    return GENERATORS.get(opdef.name) or _category_rule(opdef)
+def suite_ops() -> list[str]:
+    """The ops a whole-registry run covers: every op but those holding regions."""
+    return [n for n in REGISTRY.names() if not REGISTRY.get(n).regions]
 
 
 def generate_cases(
     ops: Sequence[str] | None = None, quick: bool = False
 ) -> tuple[list[Case], list[str]]:
-    """(cases, ops without a generator) for the given ops (default: the whole registry)."""
-    names = list(ops) if ops else REGISTRY.names()
+    """(cases, ops without cases) for the given ops (default: the whole registry but the
+    control-flow ops, which hold regions: no pack lowers them -- they run their regions, which
+    the lowering partitions like any graph -- and ``tests/ir/test_regions.py`` checks them)."""
+    names = list(ops) if ops else suite_ops()
     cases: list[Case] = []
     missing: list[str] = []
     for name in names:
-        opdef = REGISTRY.get(name)
-        gen = generator_for(opdef)
-        if gen is None:
+        found = cases_for(REGISTRY.get(name), quick)
+        if not found:
             missing.append(name)
-            continue
-        cases.extend(gen(name, quick))
+        cases.extend(found)
     return dedupe(cases), missing
-
-
-_EXTRA_LOADED = False
-
-
-def _load_extra_generators() -> None:
-    """Import generator modules for op families that may be absent in older cuvil-ref builds."""
-    global _EXTRA_LOADED
-    if _EXTRA_LOADED:
-        return
-    _EXTRA_LOADED = True
-    import importlib
-
-    for mod in ("quantized", "fused", "qtransformer", "core_aten"):
-        try:
-            importlib.import_module(f"cuvil_conformance.generators.{mod}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"cuvil_conformance.generators.{mod}":
-                raise
 
 
 def all_cases(quick: bool = False) -> Iterable[Case]:
     return generate_cases(None, quick)[0]
+
+
+# Cases for the Core ATen NN/indexing ops whose inputs need more than a grid point gives (bag
+# offsets, index tensors in range, per-op accumulation lengths), registered as extra generators.
+from cuvil_conformance.generators import core_aten as _core_aten  # noqa: E402, F401

@@ -1,13 +1,18 @@
-"""Cases for elementwise and activation ops: shapes of rank 0 to 5, broadcasting, zero-size
-tensors, every accepted dtype, and edge values (±0, NaN, ±Inf, subnormals, int limits)."""
+"""Cases for the ``unary`` and ``binary`` families: shapes of rank 0 to 5, broadcasting,
+zero-size tensors, every accepted dtype, and edge values (±0, NaN, ±Inf, subnormals, int limits,
+plus the op's own ``edges``). Binary ops also get inputs where **exactly one operand is NaN** at
+each position (in both orders), which separates "NaN propagates" from "the other operand wins".
+The attribute grid and extra points come from the op's declaration."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from cuvil_conformance.cases import Case, InputSpec, make_case
+from cuvil_conformance.generators.points import DTYPE_ORDER, point_case, select
 from cuvil_ref.ir.dtypes import DType
-from cuvil_ref.ops import get_op
+from cuvil_ref.ops import OpDef
+from cuvil_ref.ops.grid import GridPoint
 
 UNARY_SHAPES = [(), (1,), (7,), (3, 5), (2, 3, 4), (2, 1, 3, 5), (1, 2, 3, 2, 3), (0, 3)]
 BINARY_SHAPES = [
@@ -19,86 +24,66 @@ BINARY_SHAPES = [
     ((0, 3), (1, 3)),
     ((17,), (17,)),
 ]
-POSITIVE_ONLY = {"log", "sqrt", "rsqrt"}
-ATTR_GRID: dict[str, list[dict[str, object]]] = {
-    "clamp": [{"min": -1.0, "max": 2.0}, {"min": 0.0, "max": None}, {"min": None, "max": 1.0}],
-    "hardtanh": [{}, {"min_val": -2.0, "max_val": 3.0}],
-    "leaky_relu": [{}, {"negative_slope": 0.2}],
-    "gelu": [{"approximate": "none"}, {"approximate": "tanh"}],
-    "softplus": [{}, {"beta": 2.0, "threshold": 5.0}],
-    "elu": [{}, {"alpha": 0.5}],
-    "cast": [{"dtype": d} for d in ("f32", "f16", "i32", "i8", "bool")],
-}
-DTYPE_ORDER = ["f32", "f16", "bf16", "i32", "i8", "u8", "i64", "bool"]
+EDGE_SHAPE = (5, 8)
 
 
-def _dtypes(op: str, quick: bool) -> list[str]:
-    allowed = {d.value for d in get_op(op).dtypes}
+def dtypes_of(opdef: OpDef, quick: bool) -> list[str]:
+    allowed = {d.value for d in opdef.dtypes}
     chosen = [d for d in DTYPE_ORDER if d in allowed]
-    if quick:
-        return chosen[:1]
-    # bf16 and u8/i64 once each is enough; keep f32, f16 and one int type fully
-    return chosen[:4]
+    # quick: one dtype; full: f32, f16, bf16 and one int type (u8/i64 add little)
+    return chosen[:1] if quick else chosen[:4]
 
 
-def unary_cases(op: str, quick: bool) -> Iterator[Case]:
-    grid = ATTR_GRID.get(op, [{}])
-    for dtype in _dtypes(op, quick):
-        is_float = DType(dtype).is_float
-        shapes = UNARY_SHAPES[:3] if quick else UNARY_SHAPES
-        for attrs in grid:
+def _kind(opdef: OpDef, dtype: str) -> str:
+    domain = opdef.conformance.domain
+    return domain if domain != "any" and DType(dtype).is_float else "normal"
+
+
+def unary_cases(opdef: OpDef, quick: bool) -> Iterator[Case]:
+    op, points = opdef.name, select(opdef, quick)
+    attr_points = [p for p in points if not p.shapes] or [GridPoint()]
+    edges = opdef.conformance.edges
+    for dtype in dtypes_of(opdef, quick):
+        for i, p in enumerate(attr_points):
+            # every shape once for the first point; the other points on a few
+            shapes = UNARY_SHAPES if i == 0 and not quick else UNARY_SHAPES[2:5]
+            if quick:
+                shapes = UNARY_SHAPES[:3] if i == 0 else UNARY_SHAPES[3:4]
+            label = "" if p.rule == "basic" else p.rule
             for shape in shapes:
-                kind = "normal"
-                if op in POSITIVE_ONLY and is_float:
-                    kind = "positive"
-                yield make_case(op, [InputSpec(shape, dtype, kind)], attrs, tags=["shape"])
-            # edge values: NaN, infinities, signed zeros, subnormals, int limits
-            edge_kind = "edge" if dtype != "bool" else "bool"
-            yield make_case(
-                op, [InputSpec((4, 6), dtype, edge_kind)], attrs, label="edge", tags=["edge"]
-            )
-
-
-def binary_cases(op: str, quick: bool) -> Iterator[Case]:
-    for dtype in _dtypes(op, quick):
-        pairs = BINARY_SHAPES[:3] if quick else BINARY_SHAPES
-        kind_b = "positive" if op in ("pow",) else "normal"
-        for sa, sb in pairs:
-            yield make_case(
-                op, [InputSpec(sa, dtype), InputSpec(sb, dtype, kind_b)], tags=["broadcast"]
-            )
-        yield make_case(
-            op,
-            [InputSpec((4, 5), dtype, "edge"), InputSpec((4, 5), dtype, "edge")],
-            label="edge",
-            tags=["edge"],
-        )
-        if dtype in ("i8", "u8") and not quick:  # wrap-around at the limits, as torch
+                spec = InputSpec(shape, dtype, _kind(opdef, dtype))
+                yield make_case(op, [spec], p.attrs, label=label, rule=p.rule, tags=["shape"])
+            kind = "bool" if dtype == "bool" else "edge"
             yield make_case(
                 op,
-                [InputSpec((6, 6), dtype, "full"), InputSpec((6, 6), dtype, "full")],
-                label="limits",
-                tags=["edge"],
+                [InputSpec(EDGE_SHAPE, dtype, kind, extra=edges)],
+                p.attrs,
+                label="edge",
+                rule="edge",
             )
-    if not quick and op in ("add", "mul", "maximum"):  # mixed dtypes: PyTorch promotion
-        yield make_case(op, [InputSpec((3, 4), "f32"), InputSpec((3, 4), "f16")], label="promote")
-        yield make_case(op, [InputSpec((3, 4), "i32"), InputSpec((4,), "f32")], label="promote")
+    for p in points:
+        if p.shapes:
+            yield point_case(opdef, p)
 
 
-def where_cases(op: str, quick: bool) -> Iterator[Case]:
-    yield make_case(op, [InputSpec((3, 4), "bool"), InputSpec((3, 4)), InputSpec((3, 4))])
-    if quick:
-        return
-    yield make_case(op, [InputSpec((3, 1), "bool"), InputSpec((1, 4)), InputSpec(())])
-    yield make_case(
-        op, [InputSpec((2, 3), "bool"), InputSpec((2, 3), "i32"), InputSpec((2, 3), "i32")]
-    )
-    yield make_case(
-        op,
-        [
-            InputSpec((4, 5), "bool"),
-            InputSpec((4, 5), "f32", "edge"),
-            InputSpec((4, 5), "f32", "edge"),
-        ],
-        label="edge",
-    )
+def binary_cases(opdef: OpDef, quick: bool) -> Iterator[Case]:
+    op, points = opdef.name, select(opdef, quick)
+    for dtype in dtypes_of(opdef, quick):
+        kind_b = _kind(opdef, dtype)
+        for sa, sb in BINARY_SHAPES[:3] if quick else BINARY_SHAPES:
+            specs = [InputSpec(sa, dtype), InputSpec(sb, dtype, kind_b)]
+            yield make_case(op, specs, tags=["broadcast"], rule="broadcast")
+        edge = [InputSpec(EDGE_SHAPE, dtype, "edge"), InputSpec(EDGE_SHAPE, dtype, "edge")]
+        yield make_case(op, edge, label="edge", rule="edge")
+        if DType(dtype).is_float:
+            # NaN in a where b is a number, and the reverse; a third of the positions both finite
+            nan = [InputSpec((6, 7), dtype, "nan_one:3:0"), InputSpec((6, 7), dtype, "nan_one:3:1")]
+            yield make_case(op, nan, label="nan_one", rule="nan_one_operand")
+            swapped = [InputSpec((7,), dtype, "edge"), InputSpec((6, 7), dtype, "nan_one:2:1")]
+            yield make_case(op, swapped, label="nan_one_broadcast", rule="nan_one_operand")
+        if dtype in ("i8", "u8") and not quick:  # wrap-around at the limits, as torch
+            full = [InputSpec((6, 6), dtype, "full"), InputSpec((6, 6), dtype, "full")]
+            yield make_case(op, full, label="limits", rule="edge")
+    for p in points:
+        if p.shapes:
+            yield point_case(opdef, p)

@@ -97,8 +97,10 @@ class CudaExecutable(Executable):
         from cuvil_kernels_cuda.kernels import common
 
         nc = device.cuda()
+        # Recording runs every kernel once: zero-filled inputs keep data-dependent kernels
+        # (gather, index_select, embedding read their indices) inside their bounds.
         inputs = [
-            nc.device_array(s, dtype=v.type.dtype.numpy)
+            nc.to_device(np.zeros(s, dtype=v.type.dtype.numpy))
             for v, s in zip(self.graph.inputs, shapes, strict=True)
         ]
         env: dict[str, Any] = dict(self._constants)

@@ -179,7 +179,8 @@ def pow_(x: float, y: float) -> float:
         return float32(1.0)
     if x != x or y != y:
         return float32(NAN)
-    if x < 0.0 and abs(y) != INF and math.floor(y) != y:
+    # a negative base with a non-integer exponent is NaN, except -inf (pow(-inf, y) = 0 / inf)
+    if x < 0.0 and x != -INF and abs(y) != INF and math.floor(y) != y:
         return float32(NAN)
     if x == 0.0:
         if y < 0.0:

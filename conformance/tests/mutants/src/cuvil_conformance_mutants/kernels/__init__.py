@@ -1,0 +1,1 @@
+"""Vendor-style kernels with planted-bug switches (``bug=None`` is the correct kernel)."""
