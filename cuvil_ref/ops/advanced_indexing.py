@@ -21,6 +21,7 @@ from cuvil_ref.errors import InterpretError, ShapeError
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import Dim, TensorType, format_shape
+from cuvil_ref.ops.grid import grid, point
 from cuvil_ref.ops.registry import Attr, OpDef, register
 from cuvil_ref.ops.shapes import broadcast_shapes, normalize_axis
 
@@ -93,6 +94,15 @@ def _index(x: np.ndarray, *indices: np.ndarray, axes: tuple[int, ...]) -> np.nda
 register(
     OpDef(
         name="index",
+        conformance=grid(
+            point("basic", shapes=((4, 5, 6), (3,)), dtypes=("f32", "i64"),
+                  values=("normal", "index:4"), axes=(0,)),
+            point("adjacent", shapes=((4, 5, 6), (2, 3), (3,)), dtypes=("f32", "i64", "i64"),
+                  values=("normal", "index:4", "index:5"), axes=(0, 1)),
+            # separated indexed dims: the broadcast index dims come first
+            point("separated", shapes=((4, 5, 6), (2, 1), (3,)), dtypes=("f32", "i64", "i64"),
+                  values=("normal", "index:4", "index:6"), axes=(0, 2)),
+        ),  # fmt: skip
         inputs=("x", "*indices"),
         attrs=(Attr("axes", "ints", doc="the dim each index tensor indexes, increasing"),),
         infer=_index_infer,
@@ -151,6 +161,16 @@ def _index_put(
 register(
     OpDef(
         name="index_put",
+        conformance=grid(
+            point("accumulate", shapes=((4, 5), (6, 5), (6,)), dtypes=("f32", "f32", "i64"),
+                  values=("normal", "normal", "index:4"), axes=(0,), accumulate=True,
+                  label="repeats"),
+            point("basic", shapes=((4, 5), (3,), (3,), (3,)),
+                  dtypes=("f32", "f32", "i64", "i64"),
+                  values=("normal", "normal", "index:4", "index:5"), axes=(0, 1)),
+            point("mask", shapes=((4, 5), (), (4, 5)), dtypes=("f32", "f32", "bool"),
+                  axes=(0,), label="scalar"),
+        ),  # fmt: skip
         inputs=("x", "values", "*indices"),
         attrs=(
             Attr("axes", "ints", doc="the first dim each index tensor indexes, increasing"),
@@ -200,6 +220,10 @@ def _masked_scatter(x: np.ndarray, mask: np.ndarray, source: np.ndarray) -> np.n
 register(
     OpDef(
         name="masked_scatter",
+        conformance=grid(
+            point("basic", shapes=((3, 4), (3, 4), (12,)), dtypes=("f32", "bool", "f32")),
+            point("broadcast", shapes=((2, 3, 4), (3, 4), (30,)), dtypes=("f32", "bool", "f32")),
+        ),  # fmt: skip
         inputs=("x", "mask", "source"),
         infer=_masked_scatter_infer,
         reference=_masked_scatter,

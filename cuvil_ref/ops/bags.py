@@ -17,6 +17,7 @@ from cuvil_ref.errors import InterpretError, ShapeError
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import TensorType, format_shape
+from cuvil_ref.ops.grid import grid, point
 from cuvil_ref.ops.registry import Attr, OpDef, register
 
 FLOATS = frozenset({DType.f64, DType.f32, DType.f16, DType.bf16})
@@ -96,6 +97,20 @@ def _embedding_bag(
 register(
     OpDef(
         name="embedding_bag",
+        conformance=grid(
+            # offsets are sorted and may repeat: an empty bag gives zeros
+            point("basic", shapes=((7, 3), (9,), (4,)), dtypes=("f32", "i64", "i64"),
+                  values=("normal", "index:7", "offsets:9"), consts=(0,), mode="sum"),
+            point("padding_idx", shapes=((7, 3), (9,), (4,)), dtypes=("f32", "i64", "i64"),
+                  values=("normal", "index:7", "offsets:9"), consts=(0,), mode="mean",
+                  padding_idx=2),
+            point("max", shapes=((7, 3), (9,), (4,)), dtypes=("f32", "i64", "i64"),
+                  values=("normal", "index:7", "offsets:9"), consts=(0,), mode="max"),
+            point("include_last_offset", shapes=((7, 3), (9,), (5,), (9,)),
+                  dtypes=("f32", "i64", "i64", "f32"),
+                  values=("normal", "index:7", "offsets:9", "normal"), consts=(0,),
+                  mode="sum", include_last_offset=True, label="weighted"),
+        ),  # fmt: skip
         inputs=("weight", "indices", "offsets", "per_sample_weights?"),
         attrs=(
             Attr("mode", "str", "mean", choices=("sum", "mean", "max")),
@@ -189,6 +204,12 @@ def _col2im(
 register(
     OpDef(
         name="col2im",
+        conformance=grid(
+            # x [N, C*KH*KW, L]: L is the number of blocks that fit the padded output
+            point("basic", shapes=((1, 8, 9),), output_size=(4, 4), kernel=(2, 2)),
+            point("stride", shapes=((2, 12, 6),), output_size=(5, 6), kernel=(2, 3),
+                  stride=(2, 2), padding=(1, 1), dilation=(1, 2)),
+        ),  # fmt: skip
         inputs=("x",),
         attrs=(
             Attr("output_size", "ints", doc="(H, W)"),

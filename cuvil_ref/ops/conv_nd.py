@@ -19,6 +19,7 @@ from cuvil_ref.errors import ShapeError
 from cuvil_ref.ir.dtypes import ALL_DTYPES, DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import Dim, TensorType, format_shape
+from cuvil_ref.ops.grid import grid, point
 from cuvil_ref.ops.registry import Attr, OpDef, register
 
 NUMERIC = frozenset(ALL_DTYPES - {DType.bool})
@@ -171,6 +172,14 @@ def _conv3d(
 register(
     OpDef(
         name="conv3d",
+        conformance=grid(
+            point("basic", shapes=((1, 2, 5, 5, 5), (3, 2, 3, 3, 3), (3,)), consts=(1, 2),
+                  padding=(1, 1, 1, 1, 1, 1)),
+            point("groups", shapes=((2, 4, 6, 5, 7), (4, 2, 2, 3, 2), (4,)), consts=(1, 2),
+                  stride=(2, 1, 2), padding=(0, 1, 0, 1, 0, 1), dilation=(1, 2, 1), groups=2),
+            point("groups", shapes=((1, 3, 4, 4, 4), (3, 1, 1, 1, 1), (3,)), consts=(1, 2),
+                  groups=3, label="depthwise"),
+        ),  # fmt: skip
         inputs=("x", "weight", "bias?"),
         attrs=(
             Attr("stride", "ints", (1, 1, 1), "(sd, sh, sw)"),
@@ -319,6 +328,15 @@ def _conv_transpose(
 register(
     OpDef(
         name="conv_transpose",
+        conformance=grid(
+            point("basic", shapes=((1, 4, 5, 5), (4, 3, 3, 3), (3,)), consts=(1, 2),
+                  stride=(2, 2), padding=(1, 1), output_padding=(1, 1), dilation=(1, 1)),
+            point("groups", shapes=((2, 4, 7), (4, 2, 3), (4,)), consts=(1, 2), stride=(2,),
+                  padding=(0,), output_padding=(1,), dilation=(1,), groups=2),
+            point("dilation", shapes=((1, 2, 3, 4, 3), (2, 2, 2, 2, 2), (2,)), consts=(1, 2),
+                  stride=(1, 2, 1), padding=(0, 1, 0), output_padding=(0, 1, 0),
+                  dilation=(2, 1, 1)),
+        ),  # fmt: skip
         inputs=("x", "weight", "bias?"),
         attrs=(
             Attr("stride", "ints", doc="one per spatial dim"),

@@ -22,6 +22,7 @@ from cuvil_ref.errors import ShapeError
 from cuvil_ref.ir.dtypes import ALL_DTYPES, DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import Dim, TensorType, format_shape
+from cuvil_ref.ops.grid import grid, point
 from cuvil_ref.ops.pooling import adaptive_windows, trunc_div
 from cuvil_ref.ops.registry import Attr, OpDef, register
 from cuvil_ref.ops.shapes import conv_out_size
@@ -197,6 +198,14 @@ _MAX_ATTRS = (
 register(
     OpDef(
         name="max_pool3d",
+        conformance=grid(
+            point("basic", shapes=((1, 2, 5, 6, 7),), kernel=(2, 2, 2)),
+            point("padding", shapes=((2, 1, 6, 5, 5),), kernel=(3, 2, 3), stride=(2, 1, 2),
+                  padding=(1, 1, 1)),
+            point("ceil_mode", shapes=((1, 2, 5, 5, 4),), kernel=(2, 3, 2), stride=(2, 2, 2),
+                  ceil_mode=True),
+            point("edge", shapes=((1, 2, 4, 4, 4),), values="edge", kernel=(2, 2, 2)),
+        ),  # fmt: skip
         inputs=("x",),
         attrs=(*_window_attrs(3), *_MAX_ATTRS),
         infer=_window_infer("max_pool3d", (3,)),
@@ -215,6 +224,16 @@ register(
 register(
     OpDef(
         name="max_pool_with_indices",
+        conformance=grid(
+            point("padding", shapes=((1, 3, 7, 8),), kernel=(3, 3), stride=(2, 2),
+                  padding=(1, 1)),
+            point("ceil_mode", shapes=((2, 2, 6, 6),), kernel=(2, 2), dilation=(2, 1),
+                  ceil_mode=True),
+            point("basic", shapes=((1, 2, 4, 5, 6),), kernel=(2, 2, 3), stride=(1, 2, 2)),
+            # ties (small ints) and NaN (edge values) decide which index is chosen
+            point("tie", shapes=((1, 2, 6, 6),), dtypes="i32", values="small", kernel=(3, 3)),
+            point("edge", shapes=((1, 2, 6, 6),), values="edge", kernel=(2, 2)),
+        ),  # fmt: skip
         inputs=("x",),
         attrs=(
             *_window_attrs(None),
@@ -238,6 +257,16 @@ register(
 register(
     OpDef(
         name="avg_pool3d",
+        conformance=grid(
+            point("basic", shapes=((1, 2, 5, 6, 7),), kernel=(2, 2, 2)),
+            point("padding", shapes=((2, 1, 6, 5, 5),), kernel=(3, 2, 3), stride=(2, 1, 2),
+                  padding=(1, 1, 1)),
+            point("ceil_mode", shapes=((1, 2, 5, 5, 4),), kernel=(2, 3, 2), stride=(2, 2, 2),
+                  ceil_mode=True),
+            point("edge", shapes=((1, 2, 4, 4, 4),), values="edge", kernel=(2, 2, 2)),
+            point("divisor_override", shapes=((1, 1, 4, 4, 4),), dtypes="i64", kernel=(2, 2, 2),
+                  divisor_override=3, label="int"),
+        ),  # fmt: skip
         inputs=("x",),
         attrs=(
             *_window_attrs(3),
@@ -287,6 +316,10 @@ def _adaptive_avg_pool3d(x: np.ndarray, *, output_size: tuple[int, int, int]) ->
 register(
     OpDef(
         name="adaptive_avg_pool3d",
+        conformance=grid(
+            point("basic", shapes=((1, 2, 5, 7, 6),), output_size=(2, 3, 4)),
+            point("global", shapes=((2, 3, 4, 4, 4),), output_size=(1, 1, 1)),
+        ),  # fmt: skip
         inputs=("x",),
         attrs=(Attr("output_size", "ints", doc="(OD, OH, OW)"),),
         infer=_adaptive3d_infer,

@@ -15,6 +15,7 @@ from cuvil_ref.errors import ShapeError
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import TensorType, format_shape
+from cuvil_ref.ops.grid import grid, point
 from cuvil_ref.ops.registry import Attr, OpDef, register
 
 FLOATS = frozenset({DType.f64, DType.f32, DType.f16, DType.bf16})
@@ -93,6 +94,11 @@ def _upsample_bilinear2d(
 register(
     OpDef(
         name="upsample_bilinear2d",
+        conformance=grid(
+            point("basic", shapes=((1, 2, 4, 5),), size=(8, 10)),
+            point("align_corners", shapes=((2, 3, 7, 6),), size=(5, 9), align_corners=True),
+            point("scales", shapes=((1, 1, 6, 6),), size=(15, 9), scale_h=2.5, scale_w=1.5),
+        ),  # fmt: skip
         inputs=("x",),
         attrs=(
             Attr("size", "ints", doc="(OH, OW)"),
@@ -241,6 +247,24 @@ def _grid_infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tuple[Tenso
 register(
     OpDef(
         name="grid_sample",
+        conformance=grid(
+            *(
+                point(
+                    mode,
+                    shapes=((1, 2, 5, 6), (1, 3, 4, 2)),
+                    values=("normal", "unit"),
+                    mode=mode,
+                    padding_mode=padding,
+                    align_corners=i % 2 == 1,
+                    label=padding,
+                )
+                for i, (mode, padding) in enumerate(
+                    (m, p)
+                    for m in ("bilinear", "nearest", "bicubic")
+                    for p in ("zeros", "border", "reflection")
+                )
+            )
+        ),  # fmt: skip
         inputs=("x", "grid"),
         attrs=(
             Attr("mode", "str", "bilinear", choices=MODES),

@@ -16,6 +16,7 @@ from cuvil_ref.errors import InterpretError, ShapeError
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.types import TensorType, format_shape
+from cuvil_ref.ops.grid import grid, point
 from cuvil_ref.ops.registry import Attr, OpDef, register
 from cuvil_ref.ops.shapes import normalize_axis
 
@@ -114,6 +115,25 @@ def _scatter(
 register(
     OpDef(
         name="scatter",
+        conformance=grid(
+            point("basic", shapes=((4, 5), (6, 5), (6, 5)), dtypes=("f32", "i64", "f32"),
+                  values=("normal", "index:4", "normal"), axis=0),
+            *(
+                point(
+                    "reduce",
+                    shapes=((4, 5), (6, 5), (6, 5)),
+                    dtypes=("f32", "i64", "f32"),
+                    values=("normal", "index:4", "normal"),
+                    axis=0,
+                    reduce=reduce,
+                    include_self=include_self,
+                )
+                for reduce in ("sum", "prod", "mean", "amax", "amin")
+                for include_self in (True, False)
+            ),
+            point("integer_mean", shapes=((4, 5), (4, 3), (4, 3)), dtypes=("i64", "i64", "i64"),
+                  values=("normal", "index:5", "normal"), axis=1, reduce="mean", label="int"),
+        ),  # fmt: skip
         inputs=("x", "index", "src"),
         attrs=(
             Attr("axis", "int"),
@@ -179,6 +199,10 @@ def _slice_scatter(
 register(
     OpDef(
         name="slice_scatter",
+        conformance=grid(
+            point("step", shapes=((4, 6), (4, 2)), axis=1, start=1, end=5, step=2),
+            point("negative_start", shapes=((5, 3), (2, 3)), axis=0, start=-2),
+        ),  # fmt: skip
         inputs=("x", "src"),
         attrs=(
             Attr("axis", "int"),

@@ -74,7 +74,3 @@ def generate_cases(
 def all_cases(quick: bool = False) -> Iterable[Case]:
     return generate_cases(None, quick)[0]
 
-
-# Cases for the Core ATen NN/indexing ops whose inputs need more than a grid point gives (bag
-# offsets, index tensors in range, per-op accumulation lengths), registered as extra generators.
-from cuvil_conformance.generators import core_aten as _core_aten  # noqa: E402, F401
