@@ -241,3 +241,31 @@ def test_operator_promotes_and_rolls_back_with_the_cli(served, keys) -> None:
     assert "Traceback" not in out.stderr
     out = _cuvil("rollout", "status", "nope", "--url", url)
     assert out.returncode == 1 and "unknown model 'nope'" in out.stderr, out.stderr
+
+
+def test_docs_rollout_commands_run(served, keys) -> None:
+    """The `cuvil rollout` block of docs/serving.md runs as written (model and address
+    changed) on a manual rollout: status, one step, straight to 100%, back to the last good."""
+    import shlex
+
+    server, repo, root = served
+    doc = (Path(__file__).parents[3] / "docs" / "serving.md").read_text()
+    block = next(b for b in re.findall(r"```sh\n(.*?)```", doc, re.S) if "cuvil rollout" in b)
+    lines = [shlex.split(line, comments=True) for line in block.strip().splitlines()]
+    assert [a[:3] for a in lines] == [["cuvil", "rollout", c] for c in
+                                      ("status", "promote", "promote", "rollback")]  # fmt: skip
+    stable = rollout_status(server.http, "manual")["stable"]
+    add_model(repo, "manual", compiled_artifact(root / "m3.cuvilir", 0.8, key=keys.private),
+              golden=GOLDEN_X)  # fmt: skip
+    new = wait_for(server.http, "manual", lambda s: (s["candidate"] or {}).get("state") == "canary")
+    new_version = new["candidate"]["version"]
+    outs = []
+    for args in lines:
+        args = [{"mlp": "manual", "localhost:8000": server.http}.get(a, a) for a in args[1:]]
+        out = _cuvil(*args)
+        assert out.returncode == 0, (args, out.stderr)
+        outs.append(out.stdout)
+    assert f"rolling out version {new_version}: canary at 1%" in outs[0], outs[0]
+    assert "canary at 10%" in outs[1] and f"stable version {new_version}" in outs[2], outs
+    status = rollout_status(server.http, "manual")
+    assert status["stable"] == stable and status["serving"] == [stable], status
