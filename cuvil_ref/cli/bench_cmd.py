@@ -1,7 +1,9 @@
 """``cuvil bench FILE|MODEL``: latency percentiles of a compiled program (and of torch eager).
 
 Inputs are random arrays of the module's input types (fixed seed). Each measured call is timed
-with ``time.perf_counter``; warmup calls are not measured.
+with ``time.perf_counter``; warmup calls are not measured. ``--per-layer`` adds the target's
+own per-layer timings (``cm.report()["metrics"]["layers"]``, e.g. the ``cpu`` pack's milliseconds,
+share and algorithm per step), slowest first, for targets that record them.
 """
 
 from __future__ import annotations
@@ -65,6 +67,11 @@ def measure(fn: Callable[[], Any], label: str, warmup: int, iters: int) -> dict[
 @click.option("--warmup", type=click.IntRange(0), default=3, show_default=True)
 @click.option("--iters", type=click.IntRange(1), default=20, show_default=True)
 @click.option("--capture", "capture_mode", type=click.Choice(["fx", "export"]))
+@click.option(
+    "--per-layer",
+    is_flag=True,
+    help="Also show the target's per-layer timings, slowest first (targets that record them).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def bench_command(
     source: str,
@@ -73,6 +80,7 @@ def bench_command(
     warmup: int,
     iters: int,
     capture_mode: str | None,
+    per_layer: bool,
     as_json: bool,
 ) -> None:
     """Benchmark a .cuvilir artifact or a model (zoo:NAME, file.py:factory, file.pt2)."""
@@ -107,8 +115,12 @@ def bench_command(
                 eager(*tensors)
 
         results["torch eager"] = measure(run_eager, "torch eager", warmup, iters)
+    layers = _layers(program.report().get("metrics") or {}) if per_layer else None
     if as_json:
-        echo_json({"model": label, "target": program.target.name, "results": results})
+        out: dict[str, Any] = {"model": label, "target": program.target.name, "results": results}
+        if layers is not None:
+            out["layers"] = layers
+        echo_json(out)
         return
     base = results.get("torch eager")
     rows = []
@@ -120,6 +132,37 @@ def bench_command(
             f"latency of {label} (ms)",
             ("runner", "p50", "p90", "p99", "mean", "iters", "speed vs eager (p50)"),
             rows,
+        )
+    )
+    if layers is not None:
+        _print_layers(layers, program.target.name)
+
+
+def _layers(metrics: dict[str, Any]) -> list[dict[str, Any]]:
+    """The per-layer rows of every partition that records them, slowest first."""
+    found: list[dict[str, Any]] = []
+    if isinstance(metrics.get("layers"), list):
+        found.extend(metrics["layers"])
+    else:
+        for sub in (metrics.get("partitions") or metrics).values():
+            if isinstance(sub, dict) and isinstance(sub.get("layers"), list):
+                found.extend(sub["layers"])
+    timed = [r for r in found if isinstance(r, dict) and isinstance(r.get("ms"), (int, float))]
+    return sorted(timed, key=lambda r: -float(r["ms"]))
+
+
+def _print_layers(layers: list[dict[str, Any]], target: str) -> None:
+    if not layers:
+        stdout_console().print(f"target {target!r} records no per-layer timings")
+        return
+    cols = [k for k in ("node", "op", "algorithm", "ms", "share", "gflops")
+            if any(k in r for r in layers)]  # fmt: skip
+    heads = {"gflops": "GFLOP/s"}
+    stdout_console().print(
+        table(
+            f"per layer on {target} (mean over the runs, slowest first)",
+            [heads.get(k, k) for k in cols],
+            [[r.get(k, "") for k in cols] for r in layers],
         )
     )
 

@@ -219,6 +219,10 @@ LAYER_COLUMNS = {
     "dram_bytes": "DRAM B",
     "sram_bytes": "SRAM B",
     "energy_pj": "pJ",
+    "algorithm": "algorithm",
+    "ms": "ms",
+    "share": "share",
+    "gflops": "GFLOP/s",
 }
 
 

@@ -81,3 +81,12 @@ def test_latency_stats(seconds: list[float]) -> None:
     assert s["p50_ms"] == pytest.approx(1e3 * float(np.median(seconds)))
     assert s["mean_ms"] == pytest.approx(1e3 * float(np.mean(seconds)))
     assert s["p50_ms"] <= s["p90_ms"] <= s["p99_ms"] <= 1e3 * max(seconds)
+
+
+def test_bench_per_layer_says_when_the_target_records_no_timings(artifact: Path) -> None:
+    result = invoke("bench", str(artifact), "--iters", "1", "--per-layer")
+    assert result.exit_code == 0, result.output
+    assert "target 'ref' records no per-layer timings" in result.stdout
+    data = json.loads(invoke("bench", str(artifact), "--iters", "1", "--per-layer",
+                             "--json").stdout)  # fmt: skip
+    assert data["layers"] == []

@@ -262,4 +262,25 @@ def isinf(cx: OnnxContext, node: OnnxNode) -> Value:
     return cx.op("logical_and", [inf, side])
 
 
+def bit_shift(cx: OnnxContext, node: OnnxNode) -> Value:
+    """Unsigned shifts as arithmetic: ``x << y = x * 2^y`` (wrapping, so bits shifted out are
+    lost) and ``x >> y = floor(x / 2^y)``."""
+    x, y = node.inputs[0], node.inputs[1]
+    assert x is not None and y is not None
+    if x.type.dtype.is_float or x.type.dtype.value[0] != "u":
+        raise cx.error(f"BitShift of a {x.type.dtype.value} tensor: ONNX shifts unsigned ints")
+    power = cx.op("pow", [cx.scalar(2, x.type.dtype), cx.cast(y, x.type.dtype)])
+    direction = str(node.attr("direction", ""))
+    if direction == "LEFT":
+        return cx.op("mul", [x, power])
+    if direction == "RIGHT":
+        return cx.op("floor_divide", [x, power])
+    raise cx.error(f"BitShift direction {direction!r} is not LEFT or RIGHT")
+
+
+# the IR's floor_divide came with exact integer pow (the node tests check both)
+if "floor_divide" in REGISTRY:
+    onnx_op(TABLE, "BitShift", 11)(bit_shift)
+
+
 __all__ = ["BINARY", "TABLE", "UNARY"]

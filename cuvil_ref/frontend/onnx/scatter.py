@@ -1,7 +1,7 @@
 """Converters for ONNX's scatters and samplers: ``ScatterElements`` (and the older ``Scatter``),
-``ScatterND`` (every ``reduction``), ``CumSum`` and ``CumProd`` (``exclusive``, ``reverse``) and
-``GridSample`` (2-D). The scatters and GridSample are claimed only when the IR op they lower to
-(``scatter``, ``grid_sample``) is registered.
+``ScatterND`` (every ``reduction``), ``CumSum`` and ``CumProd`` (``exclusive``, ``reverse``),
+``TensorScatter`` (the KV-cache write) and ``GridSample`` (2-D). The scatters and GridSample are
+claimed only when the IR op they lower to (``scatter``, ``grid_sample``) is registered.
 
 ``ScatterND`` scatters slices: its first ``k`` data dims are flattened into one, each index
 tuple becomes a flat row number, and the slices are scattered as rows by the IR's ``scatter``
@@ -142,6 +142,47 @@ def cumsum(cx: OnnxContext, node: OnnxNode) -> Value:
 def cumprod(cx: OnnxContext, node: OnnxNode) -> Value:
     """Running products, slice by slice (integers wrap as ONNX's reference does)."""
     return _prefix(cx, node, "mul", 1)
+
+
+@onnx_op(TABLE, "TensorScatter", 24)
+def tensor_scatter(cx: OnnxContext, node: OnnxNode) -> Value:
+    """The KV-cache update: ``update``'s ``L`` positions along ``axis`` written into the cache
+    from ``write_indices[b]`` on (modulo the cache length with ``mode="circular"``). Built as a
+    gather from ``update`` at ``j = p - w[b]`` and a select where ``0 <= j < L``."""
+    past, update = node.inputs[0], node.inputs[1]
+    assert past is not None and update is not None
+    writes = node.input(2)
+    rank = past.type.rank
+    axis = axis_of(int(node.attr("axis", -2)), rank, cx)
+    if axis == 0:
+        raise cx.error("TensorScatter along the batch axis (0) is not defined")
+    dims = static_dims(cx, past, "TensorScatter")
+    size, length = dims[axis], static_dims(cx, update, "TensorScatter")[axis]
+    mode = str(node.attr("mode", "linear"))
+    if mode not in ("linear", "circular"):
+        raise cx.error(f"TensorScatter mode {mode!r} is not linear or circular")
+    shape = [1] * rank
+    shape[axis] = size
+    p = cx.constant(np.arange(size, dtype=np.int64).reshape(shape), "positions")
+    if writes is None:
+        j = p
+    else:
+        bshape = [1] * rank
+        bshape[0] = dims[0]
+        w = cx.op("reshape", [cx.cast(writes, DType.i64)], shape=tuple(bshape))
+        j = cx.op("sub", [p, w])
+        if mode == "circular":
+            if "remainder" not in REGISTRY:
+                raise cx.error("TensorScatter mode='circular' needs the IR op 'remainder'")
+            j = cx.op("remainder", [j, cx.scalar(size, DType.i64)])
+    inside = cx.op(
+        "logical_and",
+        [cx.op("ge", [j, cx.scalar(0, DType.i64)]), cx.op("lt", [j, cx.scalar(length, DType.i64)])],
+    )
+    index = cx.op("clamp", [j], min=0.0, max=float(length - 1))
+    index = cx.op("expand", [index], shape=dims)
+    taken = cx.op("gather", [update, index], axis=axis)
+    return cx.op("where", [cx.op("expand", [inside], shape=dims), taken, past])
 
 
 #: ONNX GridSample's modes (16 spells the IR's names, 20 renamed them) -> the IR's names.
