@@ -83,6 +83,14 @@ class CaptureFolder:
         self.folded[_name(node.target)] += 1
         return True
 
+    def known(self, node: torch.fx.Node) -> tuple[str, torch.Tensor] | None:
+        """``(name, tensor)`` when ``node`` is a weight or a tensor computed at capture (a
+        control-flow op passes it into its regions as a constant), else None."""
+        value = self.values.get(node)
+        if not isinstance(value, torch.Tensor):
+            return None
+        return self._weight_names.get(node, f"folded_{node.name}"), value
+
     def materialize(self, node: torch.fx.Node) -> Any:
         """The IR form of a known value: a (named) constant, a tuple of them, or a Python value."""
         if node not in self._materialized:

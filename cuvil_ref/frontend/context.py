@@ -109,10 +109,12 @@ def reshape_dims(sizes: Sequence[Any]) -> tuple[int | str, ...]:
 
 
 class Converter:
-    """Wraps a GraphBuilder: emits ops with the current node's provenance and holds weights."""
+    """Wraps a GraphBuilder: emits ops with the current node's provenance and holds weights.
+    A region of a control-flow op is converted with a Converter of its own around the region's
+    builder (``GraphBuilder.region``)."""
 
-    def __init__(self) -> None:
-        self.builder = GraphBuilder()
+    def __init__(self, builder: GraphBuilder | None = None) -> None:
+        self.builder = builder if builder is not None else GraphBuilder()
         self.provenance: Provenance | None = None
         self.node_name: str = "v"
         #: torch's own result for the node being converted (export: ``node.meta["val"]``, a

@@ -91,6 +91,11 @@ def needs_decomposition(graph: Any, converted: frozenset[str]) -> bool:
     functional, so those graphs always take it). ``converted``: the Core ATen op names."""
     preserved = {p.split(".")[0] for p in PRESERVED}
     for node in graph.nodes:
+        if node.op == "get_attr":  # the subgraph of a higher-order op (torch.cond...): its ops too
+            sub = getattr(graph.owning_module, str(node.target), None)
+            if hasattr(sub, "graph") and needs_decomposition(sub.graph, converted):
+                return True
+            continue
         if node.op != "call_function":
             continue
         schema = getattr(node.target, "_schema", None)

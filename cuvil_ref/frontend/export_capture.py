@@ -24,6 +24,7 @@ from torch.export.graph_signature import InputKind
 from torch.utils import _pytree as pytree
 
 from cuvil_ref.errors import CaptureError, CuvilError, TorchExportError, UnsupportedOpError
+from cuvil_ref.frontend.aten import HIGHER_ORDER_TABLE
 from cuvil_ref.frontend.aten.coverage import EXCLUDED
 from cuvil_ref.frontend.capture_fold import CaptureFolder
 from cuvil_ref.frontend.context import Converter, dtype_from_torch
@@ -154,20 +155,10 @@ def convert_program(
     (leaves, torch TreeSpec)."""
     cx = Converter()
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs if hasattr(s.arg, "name")}
-    env: dict[torch.fx.Node, Any] = {}
+    scope = ExportScope(cx, ep.graph_module)
     inputs: list[Value] = []
-    known = supported_names()
     outputs: list[Any] = []
-    folder = CaptureFolder(cx)
-
-    def lookup(n: torch.fx.Node) -> Any:
-        if n not in env:
-            env[n] = folder.materialize(n)  # a folded value read by a converted node
-        return env[n]
-
     for node in ep.graph.nodes:
-        where = _location(node)
-        cx.provenance, cx.node_name = where.provenance(), node.name
         if node.op == "placeholder":
             spec = specs.get(node.name)
             if spec is None or spec.kind == InputKind.USER_INPUT:
@@ -178,53 +169,97 @@ def convert_program(
                 value = cx.builder.input(node.name, input_types[len(inputs)])
                 _record_ranges(cx, ep, node, value)
                 inputs.append(value)
-                env[node] = value
+                scope.env[node] = value
             elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
                 tensor = (
                     ep.state_dict[spec.target]
                     if spec.target in ep.state_dict
                     else ep.constants[spec.target]
                 )
-                folder.add_weight(node, spec.target, tensor)
+                scope.folder.add_weight(node, spec.target, tensor)
             elif spec.kind == InputKind.CONSTANT_TENSOR:
-                folder.add_weight(node, spec.target, ep.constants[spec.target])
+                scope.folder.add_weight(node, spec.target, ep.constants[spec.target])
             else:
                 raise CaptureError(
                     f"exported input '{node.name}' of kind {spec.kind.name} is not supported"
                 )
             continue
         if node.op == "output":
-            outputs = [lookup(n) if isinstance(n, torch.fx.Node) else n for n in node.args[0]]
+            outputs = scope.outputs(node)
             break
+        scope.convert(node)
+    cx.folded = scope.folder.summary()
+    user_outputs = outputs[: len(ep.graph_signature.user_outputs)]
+    spec = ep.call_spec.out_spec
+    if spec is None:
+        return cx, inputs, pytree.tree_flatten(user_outputs)
+    return cx, inputs, (user_outputs, spec)
+
+
+#: Python operators an exported graph may call directly (the rest are ATen ops).
+_OPERATORS = (
+    operator.getitem,
+    operator.add,
+    operator.sub,
+    operator.mul,
+    operator.floordiv,
+    operator.truediv,
+    operator.neg,
+)
+
+
+class ExportScope:
+    """Converts the nodes of one exported fx graph: the program's own graph, or the subgraph of
+    a higher-order op (``torch.cond``'s branches, ``torch.while_loop``'s condition and body),
+    which becomes a region (``aten/control_flow.py``). ``env`` holds the IR value (or Python
+    value) of each converted node, ``folder`` the nodes computed at capture, and ``owner`` is
+    the module whose attributes ``get_attr`` nodes name (the subgraphs)."""
+
+    def __init__(self, cx: Converter, owner: torch.nn.Module) -> None:
+        self.cx = cx
+        self.owner = owner
+        self.env: dict[torch.fx.Node, Any] = {}
+        self.folder = CaptureFolder(cx)
+        self.known = supported_names()
+
+    def lookup(self, n: torch.fx.Node) -> Any:
+        if n not in self.env:
+            self.env[n] = self.folder.materialize(n)  # a folded value read by a converted node
+        return self.env[n]
+
+    def outputs(self, node: torch.fx.Node) -> list[Any]:
+        """The values an ``output`` node returns."""
+        results = node.args[0]
+        results = results if isinstance(results, (tuple, list)) else (results,)
+        return [self.lookup(n) if isinstance(n, torch.fx.Node) else n for n in results]
+
+    def convert(self, node: torch.fx.Node) -> None:
+        """Convert one ``get_attr`` or ``call_function`` node into ``env``."""
+        cx = self.cx
+        where = _location(node)
+        cx.provenance, cx.node_name = where.provenance(), node.name
+        if node.op == "get_attr":  # a higher-order op's subgraph (a GraphModule)
+            self.env[node] = _attribute(self.owner, str(node.target))
+            return
         if node.op != "call_function":
-            raise unsupported(f"{node.op} {node.target}", where, known)
+            raise unsupported(f"{node.op} {node.target}", where, self.known)
+        if isinstance(node.target, torch._ops.HigherOrderOperator):
+            self.env[node] = self.convert_higher_order(node, where)
+            return
         name = _aten_name(node.target)
         if name in NO_OPS:
-            env[node] = None
-            continue
-        if folder.try_fold(node):
-            continue
-        args = torch.fx.node.map_arg(node.args, lookup)
-        kwargs = torch.fx.node.map_arg(node.kwargs, lookup)
+            self.env[node] = None
+            return
+        if self.folder.try_fold(node):
+            return
+        args = torch.fx.node.map_arg(node.args, self.lookup)
+        kwargs = torch.fx.node.map_arg(node.kwargs, self.lookup)
         cx.expected = node.meta.get("val")
         if name is not None:
             convert = ATEN_TABLE.get(name)
             label = str(node.target)
         else:
-            convert = (
-                FUNCTION_TABLE.get(node.target)
-                if node.target
-                in (
-                    operator.getitem,
-                    operator.add,
-                    operator.sub,
-                    operator.mul,
-                    operator.floordiv,
-                    operator.truediv,
-                    operator.neg,
-                )
-                else None
-            )
+            convert = FUNCTION_TABLE.get(node.target) if node.target in _OPERATORS else None
             label = getattr(node.target, "__name__", str(node.target))
         if convert is None:
             if name in EXCLUDED:
@@ -232,10 +267,10 @@ def convert_program(
                     f"'{label}' ({where.describe()}) is outside what Cuvil compiles: "
                     f"{EXCLUDED[name]}"
                 )
-            raise unsupported(label, where, known)
+            raise unsupported(label, where, self.known)
         try:
-            env[node] = convert(cx, *args, **kwargs)
-            check_against_torch(env[node], cx.expected)
+            self.env[node] = convert(cx, *args, **kwargs)
+            check_against_torch(self.env[node], cx.expected)
         except CuvilError as exc:
             raise located(exc, label, where) from exc
         except (TypeError, ValueError, IndexError, KeyError) as exc:
@@ -245,14 +280,29 @@ def convert_program(
         if name is not None and name.endswith("_") and node.args:
             first = node.args[0]
             if isinstance(first, torch.fx.Node):
-                env[first] = env[node]  # in-place ATen op: later reads see the new value
-                folder.values.pop(first, None)
-    cx.folded = folder.summary()
-    user_outputs = outputs[: len(ep.graph_signature.user_outputs)]
-    spec = ep.call_spec.out_spec
-    if spec is None:
-        return cx, inputs, pytree.tree_flatten(user_outputs)
-    return cx, inputs, (user_outputs, spec)
+                self.env[first] = self.env[node]  # in-place ATen op: later reads see the new value
+                self.folder.values.pop(first, None)
+
+    def convert_higher_order(self, node: torch.fx.Node, where: Location) -> Any:
+        """``torch.ops.higher_order.<name>`` through ``HIGHER_ORDER_TABLE``."""
+        label = f"torch.ops.higher_order.{node.target.name()}"
+        convert = HIGHER_ORDER_TABLE.get(node.target.name())
+        if convert is None:
+            raise unsupported(label, where, self.known)
+        self.cx.expected = node.meta.get("val")
+        try:
+            result = convert(self, node)
+            check_against_torch(result, self.cx.expected)
+        except CuvilError as exc:
+            raise located(exc, label, where) from exc
+        return result
+
+
+def _attribute(owner: torch.nn.Module, target: str) -> Any:
+    value: Any = owner
+    for part in target.split("."):
+        value = getattr(value, part)
+    return value
 
 
 def _record_ranges(cx: Converter, ep: ExportedProgram, node: torch.fx.Node, value: Value) -> None:

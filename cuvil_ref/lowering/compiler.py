@@ -2,7 +2,7 @@
 
 ``compile_module``: quantize (optional) -> optimize (passes by opt_level and target preferences)
 -> partition by target capability -> plan memory per partition -> lower each partition through
-its pack.
+its pack (control flow the target does not claim: its regions, each compiled the same way).
 ``cuvil_ref.torch.compile`` captures a torch model and calls this.
 """
 
@@ -14,12 +14,12 @@ from typing import Any
 from cuvil_ref import cache as cache_mod
 from cuvil_ref.errors import TargetError
 from cuvil_ref.ir.graph import Module
-from cuvil_ref.lowering.partition import REF, partition_graph
+from cuvil_ref.lowering.partition import HOST, REF, PartitionPlan, partition_graph
 from cuvil_ref.lowering.program import CompiledProgram, LoweredPartition
 from cuvil_ref.passes.memory_plan import memory_report, plan_memory
-from cuvil_ref.plugin.host import get_host
+from cuvil_ref.plugin.host import PluginHost, get_host
 from cuvil_ref.plugin.target_spec import TargetSpec
-from cuvil_ref.plugin.types import TargetPreferences
+from cuvil_ref.plugin.types import Executable, TargetPreferences
 
 QUANTIZE_MODES = (None, "int8", "fp16", "bf16", "mixed")
 
@@ -110,26 +110,44 @@ def compile_module(
     }
 
     plan = partition_graph(module.graph, spec, host, fallback=fallback)
-    lowered = []
     lower_options = dict(spec.options)
     lower_options["opt_level"] = opt_level
+    lowered = lower_partitions(plan, spec, host, lower_options, fallback)
+    report["memory"] = memory_report([lp.memory for lp in lowered])
+    return CompiledProgram(module, spec, plan, lowered, report)
+
+
+def lower_partitions(
+    plan: PartitionPlan,
+    spec: TargetSpec,
+    host: PluginHost,
+    options: Mapping[str, Any],
+    fallback: str,
+) -> list[LoweredPartition]:
+    """Plan memory for each partition and lower it: through its pack, or, for control flow the
+    target does not claim (``host``), by compiling the regions (``lowering/control_flow.py``)."""
+    lowered = []
     for part in plan.partitions:
         # Memory is planned per partition, in the order the partition runs its nodes; the pack
         # uses that plan as given.
         memory = plan_memory(part.graph)
-        part_spec = spec if part.target == spec.name else host.resolve(REF)
-        exe = host.call(
-            "cuvil_lower_partition",
-            part_spec,
-            target=part_spec,
-            graph=part.graph,
-            options={**lower_options, "memory_plan": memory},
-        )
+        if part.target == HOST:
+            from cuvil_ref.lowering.control_flow import lower_control_flow
+
+            exe: Executable | None = lower_control_flow(part.graph, spec, host, options, fallback)
+        else:
+            part_spec = spec if part.target == spec.name else host.resolve(REF)
+            exe = host.call(
+                "cuvil_lower_partition",
+                part_spec,
+                target=part_spec,
+                graph=part.graph,
+                options={**options, "memory_plan": memory},
+            )
         if exe is None:
             raise TargetError(f"pack for target '{part.target}' returned no executable")
         lowered.append(LoweredPartition(part, exe, memory))
-    report["memory"] = memory_report([lp.memory for lp in lowered])
-    return CompiledProgram(module, spec, plan, lowered, report)
+    return lowered
 
 
 def _optimize(

@@ -4,6 +4,11 @@ Every node is asked of the target's pack (``cuvil_supports_node``); unsupported 
 to ``ref``. Nodes are then re-ordered topologically, preferring to stay on the current target, so
 each target gets maximal runs; every run becomes one partition subgraph whose inputs are the
 values crossing into it (the transfers at its edges) and whose outputs are the values leaving it.
+
+A control-flow node (``if``, ``while``) is placed whole, with its regions: on the target when its
+pack claims it (the pack then lowers the regions too), else on ``host``: the core runs the
+control flow and compiles each region for the target like a graph of its own
+(``lowering/control_flow.py``). On the ``ref`` target it is interpreted with everything else.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from cuvil_ref.ir.graph import Graph, Node, Value
 from cuvil_ref.plugin.target_spec import TargetSpec
 
 REF = "ref"
+#: Control flow the target does not claim: run by the core, its regions compiled for the target.
+HOST = "host"
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,8 @@ def assign_targets(
         answer = host.call("cuvil_supports_node", target, target=target, node=node, graph=graph)
         if answer is not None and answer.supported:
             assignment.append(target.name)
+        elif node.regions:
+            assignment.append(HOST)  # not a fallback: its regions still go to the target
         else:
             reason = answer.reason if answer is not None else "the pack gave no answer"
             src = node.provenance.source if node.provenance else None

@@ -52,24 +52,7 @@ class CompiledProgram:
         for v, a in zip(graph.inputs, inputs, strict=True):
             env[v.name] = check_input(v.name, v.type, a, bindings)
         where: dict[str, str] = {v.name: "host" for v in graph.inputs}
-        for lp in self.lowered:
-            sub = lp.partition.graph
-            args = [env[v.name] for v in sub.inputs]
-            for v in sub.inputs:
-                if where.get(v.name, "host") != lp.partition.target:
-                    self.transfer_bytes += env[v.name].nbytes
-            try:
-                outs = lp.executable.run(args)
-            except CuvilError:
-                raise
-            except Exception as exc:
-                raise TargetError(
-                    f"partition on target '{lp.partition.target}' failed: "
-                    f"{type(exc).__name__}: {exc}"
-                ) from exc
-            for v, o in zip(sub.outputs, outs, strict=True):
-                env[v.name] = o
-                where[v.name] = lp.partition.target
+        self.transfer_bytes += run_partitions(self.lowered, env, where)
         self.calls += 1
         return [np.asarray(env[v.name]) for v in graph.outputs]
 
@@ -95,6 +78,33 @@ class CompiledProgram:
         data["metrics"] = metrics
         data["runtime"] = {"calls": self.calls, "transfer_bytes": self.transfer_bytes}
         return data
+
+
+def run_partitions(
+    lowered: Sequence[LoweredPartition], env: dict[str, Any], where: dict[str, str]
+) -> int:
+    """Run ``lowered`` in order: each partition reads its inputs from ``env`` (value name ->
+    array) and adds its outputs there; ``where`` records on which target each value lives.
+    Returns the bytes that crossed from one target (or the host) to another."""
+    moved = 0
+    for lp in lowered:
+        sub = lp.partition.graph
+        args = [env[v.name] for v in sub.inputs]
+        for v in sub.inputs:
+            if where.get(v.name, "host") != lp.partition.target:
+                moved += env[v.name].nbytes
+        try:
+            outs = lp.executable.run(args)
+        except CuvilError:
+            raise
+        except Exception as exc:
+            raise TargetError(
+                f"partition on target '{lp.partition.target}' failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        for v, o in zip(sub.outputs, outs, strict=True):
+            env[v.name] = o
+            where[v.name] = lp.partition.target
+    return moved
 
 
 _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="cuvil-run")

@@ -4,7 +4,8 @@ Pipeline: fold batch norms into convs (the ``fold_batchnorm`` pass), calibrate e
 activation on the calibration batches with the reference interpreter
 (:mod:`cuvil_ref.quant.calibrate`), rewrite into integer ops (:mod:`cuvil_ref.quant.ptq`),
 verify, then measure: per-layer SQNR against fp32 on the first calibration batch and the output
-SQNR over all calibration batches.
+SQNR over all calibration batches. Regions of control-flow ops are quantized first, each by the
+same procedure on the inputs it received (:mod:`cuvil_ref.quant.regions`).
 """
 
 from __future__ import annotations
@@ -17,12 +18,15 @@ from cuvil_ref.errors import QuantizationError
 from cuvil_ref.ir.graph import Graph, Module
 from cuvil_ref.ir.verifier import verify
 from cuvil_ref.passes.fold_batchnorm import fold_batchnorm
+from cuvil_ref.passes.regions import in_regions
 from cuvil_ref.quant.calibrate import (
     OBSERVERS,
+    Batch,
     normalize_batches,
 )
 from cuvil_ref.quant.calibrate import calibrate as run_calibration
 from cuvil_ref.quant.ptq import quantize_graph
+from cuvil_ref.quant.regions import attach, quantize_regions
 from cuvil_ref.quant.report import float_fallback, layer_sqnr, output_sqnr, summary
 
 MISSING_DATA = (
@@ -95,12 +99,21 @@ def quantize_module(
                 "representative inputs (each batch a tuple of arrays, one per model input)"
             )
         calibration_data = example_inputs
-    graph = fold_batchnorm(mod.graph).graph
+    graph = in_regions(fold_batchnorm)(mod.graph).graph
     batches = normalize_batches(graph, calibration_data)
-    qparams = run_calibration(graph, batches, observer, **observer_options)
-    qgraph, layers, vmap = quantize_graph(graph, qparams, per_channel=per_channel, skip=skip)
-    verify(qgraph)
-    layer_sqnr(graph, qgraph, batches[0], layers, vmap)
+
+    def int8(
+        g: Graph, data: list[Batch], region: bool = False
+    ) -> tuple[Graph, list[dict[str, Any]]]:
+        g, regions = quantize_regions(g, data, lambda r, d: int8(r, d, region=True))
+        qparams = run_calibration(g, data, observer, lenient=region, **observer_options)
+        qg, layers, vmap = quantize_graph(g, qparams, per_channel=per_channel, skip=skip)
+        verify(qg)
+        layer_sqnr(g, qg, data[0], layers, vmap)
+        attach(layers, regions)
+        return qg, layers
+
+    qgraph, layers = int8(graph, batches)
     report = {
         "mode": "int8",
         "observer": observer,
@@ -113,5 +126,3 @@ def quantize_module(
     }
     metadata = mod.metadata.replace(quantization="int8")
     return Module(qgraph, mod.name, metadata), report
-
-

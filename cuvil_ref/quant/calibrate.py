@@ -131,15 +131,25 @@ def record(graph: Graph, inputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def calibrate(
-    graph: Graph, batches: Iterable[Batch], observer: str = "minmax", **options: Any
+    graph: Graph,
+    batches: Iterable[Batch],
+    observer: str = "minmax",
+    *,
+    lenient: bool = False,
+    **options: Any,
 ) -> QParams:
-    """``(scale, zero_point)`` of every float input and node output, over all ``batches``."""
+    """``(scale, zero_point)`` of every float input and node output, over all ``batches``.
+
+    A value whose data an observer refuses (NaN or inf) raises, unless ``lenient``: then it gets
+    no range and stays float (used for regions, whose inputs are the model's own values, e.g. an
+    ``inf`` a loop starts its convergence test from)."""
     observers: dict[str, Observer] = {}
+    refused: set[str] = set()
     float_names = {v.name for v in graph.inputs if v.type.dtype.is_float}
     float_names |= {v.name for n in graph.nodes for v in n.outputs if v.type.dtype.is_float}
 
     def visit(name: str, array: np.ndarray) -> None:
-        if name not in float_names:
+        if name not in float_names or name in refused:
             return
         obs = observers.get(name)
         if obs is None:
@@ -147,12 +157,16 @@ def calibrate(
         try:
             obs.update(array)
         except QuantizationError as exc:
-            raise QuantizationError(f"calibrating %{name}: {exc}") from exc
+            if not lenient:
+                raise QuantizationError(f"calibrating %{name}: {exc}") from exc
+            refused.add(name)
 
     for batch in batches:
         walk(graph, batch, visit)
     qparams: QParams = {}
     for name, obs in observers.items():
+        if name in refused:
+            continue
         try:
             qparams[name] = obs.qparams()
         except QuantizationError:

@@ -7,7 +7,8 @@ inputs back through a cast. Graph outputs are cast back to their original dtype,
 interface does not change. Each op then follows the registry's low-precision rule: it widens its
 inputs to f32, computes (conv2d/linear/matmul accumulate in f32; reductions, normalization and
 pooling keep f32 statistics and sums) and rounds its result once to the low type
-(``docs/semantics.md``, "Reduced float precision").
+(``docs/semantics.md``, "Reduced float precision"). A control-flow node keeps its float
+interface and its regions are rewritten the same way, each keeping its own interface.
 """
 
 from __future__ import annotations
@@ -70,6 +71,9 @@ class _LowRewriter:
         for name, array in self.graph.constants.items():
             self.env[name] = Value(name, self.b.add_constant(name, array).type)
         for node in self.graph.nodes:
+            if node.regions:
+                self.control_flow(node)
+                continue
             is_float = any(_is_float(v) for v in (*node.inputs, *node.outputs))
             run_low = is_float and node.op not in FIXED and node.op[:1] != "q"
             run_low = run_low and self.selected(node)
@@ -96,6 +100,26 @@ class _LowRewriter:
             for v in self.graph.outputs
         ]
         return self.b.build(outputs)
+
+    def control_flow(self, node: Node) -> None:
+        """Operands and results at their own dtypes; every region rewritten on its own."""
+        regions = []
+        for region in node.regions:
+            inner = _LowRewriter(region, self.low, self.selected)
+            regions.append(eliminate_dead_code(inner.run()).graph)
+            self.layers.extend(inner.layers)
+        inputs = [self.version(v, v.type.dtype) if _is_float(v) else self.env[v.name]
+                  for v in node.inputs]  # fmt: skip
+        outs = self.b.op_multi(
+            node.op,
+            inputs,
+            node.attrs,
+            name=node.outputs[0].name,
+            provenance=node.provenance,
+            regions=regions,
+        )
+        for old, new in zip(node.outputs, outs, strict=True):
+            self.env[old.name] = new
 
 
 def _layer(node: Node, outs: tuple[Value, ...], dtype: DType | None) -> dict[str, Any]:
@@ -141,7 +165,9 @@ def quantize_lowp(
 
     if mode not in LOW:
         raise QuantizationError(f"quantize_lowp: mode {mode!r} is not one of {list(LOW)}")
-    graph = fold_batchnorm(module.graph).graph
+    from cuvil_ref.passes.regions import in_regions
+
+    graph = in_regions(fold_batchnorm)(module.graph).graph
     new, layers = to_low_precision(graph, LOW[mode])
     data = calibration_data if calibration_data is not None else example_inputs
     sqnr = None

@@ -132,6 +132,12 @@ def quantize_mixed(
             f"quantize='mixed': fallback_precision {fallback_precision!r} is not one of "
             f"{list(FALLBACKS)}"
         )
+    if module.graph.has_regions:
+        raise QuantizationError(
+            "quantize='mixed' searches per-layer precisions over the whole graph and does not "
+            "handle control flow (if/while regions) yet; use quantize='int8' (every region is "
+            "quantized on its own) or 'fp16'/'bf16'"
+        )
     graph = fold_batchnorm(module.graph).graph
     batches = normalize_batches(graph, calibration_data)
     qparams = calibrate(graph, batches, observer, **observer_options)

@@ -214,6 +214,7 @@ class Rewriter:
             name=node.outputs[0].name if len(node.outputs) == 1 else None,
             provenance=node.provenance,
             output_types=[v.type for v in node.outputs],
+            regions=node.regions,
         )
         for old, new in zip(node.outputs, outs, strict=True):
             self.floats[old.name] = new
@@ -525,6 +526,11 @@ RULES: dict[str, Rule] = {
 from cuvil_ref.quant.transformer_rules import transformer_rules  # noqa: E402
 
 RULES.update(transformer_rules(RULES))
+
+# Control flow: float at the node, its regions quantized on their own (quant/regions.py).
+from cuvil_ref.quant.regions import rules as control_flow_rules  # noqa: E402
+
+RULES.update(control_flow_rules())
 
 
 def quantize_graph(

@@ -39,4 +39,4 @@ def quantize_pass(
 ) -> tuple[Pass, QuantizeStep]:
     """The pass ``quantize[<mode>]`` and its step (which holds the report once it ran)."""
     step = QuantizeStep(mode, calibration_data, dict(options or {}))
-    return Pass(f"quantize[{mode}]", step), step
+    return Pass(f"quantize[{mode}]", step, handles_regions=True), step  # it quantizes regions

@@ -78,6 +78,12 @@ def summary(layers: list[dict[str, Any]]) -> dict[str, int]:
     counts = {"int8": 0, "pass_through": 0, "fused": 0, "float_fallback": 0}
     for layer in layers:
         scheme = layer["scheme"]
+        if scheme == "control flow":  # its regions' layers count on their own
+            counts["control_flow"] = counts.get("control_flow", 0) + 1
+            for region in layer.get("regions", ()):
+                for key, n in summary(region["layers"]).items():
+                    counts[key] = counts.get(key, 0) + n
+            continue
         key = (
             "int8"
             if scheme.startswith("int8 per")
@@ -92,9 +98,11 @@ def summary(layers: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def float_fallback(layers: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The layers kept in float, with the reason."""
-    return [
-        {"node": x["node"], "op": x["op"], "reason": x["reason"]}
-        for x in layers
-        if x["scheme"] == "float-fallback"
-    ]
+    """The layers kept in float, with the reason (those inside regions too)."""
+    out = []
+    for x in layers:
+        if x["scheme"] == "float-fallback":
+            out.append({"node": x["node"], "op": x["op"], "reason": x["reason"]})
+        for region in x.get("regions", ()):
+            out.extend(float_fallback(region["layers"]))
+    return out

@@ -4,6 +4,10 @@ high-level ops (see ``cuvil_ref.frontend.decompositions``).
 One module per family, each with a ``TABLE`` keyed by ATen schema name (``"aten::cos"``; one
 converter serves every overload of a name). ``CORE_TABLE`` merges them; ``coverage.py`` lists the
 Core ATen ops Cuvil deliberately leaves out, with the reason, and feeds ``docs/aten-coverage.md``.
+
+``HIGHER_ORDER_TABLE`` holds the converters of torch's higher-order ops (``torch.cond``,
+``torch.while_loop``: ``control_flow.py``), keyed by the op's name; they receive the export scope
+and the fx node, since they convert subgraphs.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cuvil_ref.frontend.aten import core, high_level
+from cuvil_ref.frontend.aten import control_flow, core, high_level
 
 CORE_TABLE: dict[str, Callable[..., Any]] = {}
 for _module in (core, high_level):
@@ -20,4 +24,6 @@ for _module in (core, high_level):
             raise RuntimeError(f"ATen op {_name} has two converters")
         CORE_TABLE[_name] = _conv
 
-__all__ = ["CORE_TABLE"]
+HIGHER_ORDER_TABLE: dict[str, Callable[..., Any]] = dict(control_flow.TABLE)
+
+__all__ = ["CORE_TABLE", "HIGHER_ORDER_TABLE"]

@@ -23,6 +23,7 @@ from cuvil_ref.frontend.onnx import (
     shape,
     signal,
     tensor,
+    text,
 )
 from cuvil_ref.frontend.onnx.table import OnnxConverter
 
@@ -37,6 +38,7 @@ for _module in (
     generators,
     shape,
     tensor,
+    text,
     nn,
     reduce,
     quant,

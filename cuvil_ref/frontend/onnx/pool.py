@@ -49,10 +49,12 @@ def _pool(cx: OnnxContext, node: OnnxNode, kind: str, indices: bool = False) -> 
     window = {"kernel": tuple(k), "stride": tuple(strides), "padding": tuple(begin)}
     outs: list[Value]
     if indices:
-        if not direct or "max_pool_with_indices" not in REGISTRY:
+        if "max_pool_with_indices" not in REGISTRY:
+            raise cx.error("MaxPool's Indices output needs the IR op 'max_pool_with_indices'")
+        if not direct:
             raise cx.error(
-                "MaxPool's Indices output with pads larger than half the kernel or "
-                "uneven is not supported"
+                "MaxPool's Indices output with pads larger than half the kernel or uneven is "
+                "not supported"
             )
         y, idx = cx.op_multi(
             "max_pool_with_indices", [x], **window, dilation=tuple(dilations), ceil_mode=ceil

@@ -32,12 +32,14 @@ F, I64 = TensorProto.FLOAT, TensorProto.INT64
 
 def test_unsupported_op_names_type_node_and_opset() -> None:
     m = model(
-        [helper.make_node("Det", ["x"], ["y"], name="det_1")], [("x", F, [2, 2])], [("y", F, [])]
+        [helper.make_node("NonMaxSuppression", ["x", "s"], ["y"], name="nms_1")],
+        [("x", F, [1, 2, 4]), ("s", F, [1, 1, 2])],
+        [("y", TensorProto.INT64, [])],
     )
     with pytest.raises(UnsupportedOpError) as info:
         onnx_to_cuvilir(m)
     text = str(info.value)
-    assert "ONNX op Det" in text and "'det_1'" in text and "opset 17" in text
+    assert "ONNX op NonMaxSuppression" in text and "'nms_1'" in text and "opset 17" in text
     assert "docs/onnx-coverage.md" in text
 
 
