@@ -26,3 +26,17 @@ def test_epilogue_bound_has_the_elementwise_floor() -> None:
     assert compare(near, want, Rule.parse("ulp:8"), 0).ok
     # ... and no further.
     assert not compare(near * 2, want, Rule.parse("reduction+ulp:8"), 0).ok
+
+
+def test_normalization_bound_counts_the_rows_condition_number() -> None:
+    from cuvil_conformance.generators.points import conditioning
+
+    from cuvil_ref.ops import REGISTRY
+
+    ln = REGISTRY.get("layer_norm")
+    attrs = {"normalized_shape": (2,), "eps": 1e-5}
+    well = np.array([[-1.0, 1.0]], np.float32)
+    ill = np.array([[-2.075871, -2.0520728]], np.float32)  # mean ~ 174 standard deviations
+    assert conditioning(ln, [well], attrs) == 1
+    assert 150 < conditioning(ln, [ill], attrs) < 200
+    assert conditioning(REGISTRY.get("relu"), [ill], {}) == 0

@@ -96,3 +96,20 @@ def test_an_op_cuvil_lacks_inside_a_branch_is_named_with_its_line() -> None:
         torch_to_cuvilir(Odd().eval(), example_inputs=(X,), capture="export")
     message = str(info.value)
     assert "zeta" in message and "test_control_flow.py" in message, message
+
+
+@pytest.mark.parametrize("make", [M.Gate, M.Refine], ids=lambda m: m.__name__)
+def test_regions_take_symbolic_sizes(make) -> None:  # noqa: ANN001
+    torch.manual_seed(0)
+    model = make().eval()
+    cm = cuvil.torch.compile(model, target="ref", example_inputs=(X,), dynamic_dims={0: "batch"})
+    (node,) = [n for n in cm.module.graph.nodes if n.regions]
+    assert all(r.inputs[-1].type.shape[0] == "batch" for r in node.regions)
+    for rows in (1, 5):
+        x = torch.randn(rows, 8)
+        for got, want in zip(_as_list(cm(x)), _eager(model, x), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _as_list(out: object) -> list[np.ndarray]:
+    return [np.asarray(t) for t in (out if isinstance(out, tuple) else (out,))]

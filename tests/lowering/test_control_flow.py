@@ -12,6 +12,9 @@ import cuvil_ref.torch
 from cuvil_ref.errors import CuvilError
 from cuvil_ref.frontend import torch_to_cuvilir
 from cuvil_ref.interpreter import interpret
+from cuvil_ref.ir.parser import parse_module
+from cuvil_ref.ir.printer import print_module, resource_table
+from cuvil_ref.lowering import compile_module
 from cuvil_ref.quant import quantize_module
 from tests.frontend import control_flow_models as M
 
@@ -79,6 +82,21 @@ def test_the_quantization_report_shows_each_region(on_npu) -> None:  # noqa: ANN
     qlinear = [x for r in layer["regions"] for x in r["layers"] if x.get("qop") == "qlinear"]
     assert qlinear and quant["summary"]["control_flow"] == 1
     assert quant["summary"]["int8"] >= len(qlinear)
+
+
+def test_quantized_regions_round_trip_through_text_and_cuvilir(on_npu, tmp_path) -> None:  # noqa: ANN001
+    model, cm = on_npu
+    text = print_module(cm.module)
+    assert "region @" in text and "q<" in text
+    assert print_module(parse_module(text, constants=resource_table(cm.module))) == text
+    path = tmp_path / "model.cuvilir"
+    cm.save(str(path))
+    loaded = cuvil.load(str(path))
+    program = compile_module(loaded, target="npu-v3")  # already int8: compiled as it is
+    for x in M.inputs_for_every_path(model):
+        got = program.run([x.numpy()])
+        for g, w in zip(got, _as_list(cm(x)), strict=True):
+            assert np.array_equal(g, w)
 
 
 def test_a_branch_calibration_never_reached_stays_float_with_a_warning() -> None:

@@ -3,7 +3,9 @@
 A jaxpr is a list of equations ``outvars = primitive[params] invars``; invars are variables or
 literals. Call-like primitives (``pjit``/``jit``, ``custom_jvp_call``, ``custom_vjp_call``,
 ``closed_call``, ``remat``) are inlined: their inner jaxpr is walked with the outer values bound to
-its inputs. Every node carries the user's source line from the equation's ``source_info``.
+its inputs. ``cond`` and ``while`` become the IR's ``if``/``while`` ops, their sub-programs walked
+into regions (``control_flow.py``). Every node carries the user's source line from the
+equation's ``source_info``.
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ def type_of(aval: Any) -> TensorType:
 class JaxConverter:
     """Emits ops with the current equation's provenance; holds the builder."""
 
-    def __init__(self) -> None:
-        self.builder = GraphBuilder()
+    def __init__(self, builder: GraphBuilder | None = None) -> None:
+        #: a region of ``cond``/``while`` is walked by a converter around the region's builder
+        self.builder = builder if builder is not None else GraphBuilder()
         self.provenance: Provenance | None = None
         self.name = "v"
         self.eqn: Any = None
@@ -87,6 +90,7 @@ def _source(eqn: Any) -> str | None:
 
 def walk(cx: JaxConverter, jaxpr: Any, consts: Sequence[Any], args: Sequence[Value]) -> list[Any]:
     """Convert ``jaxpr`` with ``args`` bound to its invars; returns the Values of its outvars."""
+    from cuvil_ref.frontend.jax.control_flow import TABLE as CONTROL_FLOW
     from cuvil_ref.frontend.jax.primitives import TABLE
 
     env: dict[Any, Any] = {}
@@ -116,8 +120,8 @@ def walk(cx: JaxConverter, jaxpr: Any, consts: Sequence[Any], args: Sequence[Val
                 closed_consts = getattr(inner, "consts", ())
                 inner_jaxpr = getattr(inner, "jaxpr", inner)
                 outs = walk(cx, inner_jaxpr, closed_consts, invals)
-            elif name in TABLE:
-                result = TABLE[name](cx, *invals, **eqn.params)
+            elif name in TABLE or name in CONTROL_FLOW:
+                result = (TABLE.get(name) or CONTROL_FLOW[name])(cx, *invals, **eqn.params)
                 outs = list(result) if isinstance(result, (tuple, list)) else [result]
             else:
                 raise UnsupportedOpError(

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from cuvil_ref.frontend.onnx.context import OnnxContext, OnnxNode
-from cuvil_ref.frontend.onnx.shape import axis_of, static_dims, x_of
+from cuvil_ref.frontend.onnx.shape import axis_of, select, static_dims, x_of
 from cuvil_ref.frontend.onnx.table import OnnxConverter, onnx_op
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Value
@@ -301,6 +301,39 @@ def dropout(cx: OnnxContext, node: OnnxNode) -> Sequence[Value]:
         else x
     )
     return [x, mask]
+
+
+#: Largest matrix ``Det`` expands (n! products of n elements).
+DET_LIMIT = 6
+
+
+@onnx_op(TABLE, "Det", 11, 22)
+def det(cx: OnnxContext, node: OnnxNode) -> Value:
+    """Determinants of the trailing ``n x n`` matrices by the Leibniz formula, the sum over
+    the permutations ``s`` of ``sign(s) * prod_i A[i, s(i)]`` (exact in its terms, for the small
+    matrices it is meant for: ``n`` at most ``DET_LIMIT``)."""
+    from itertools import permutations
+
+    x = x_of(node)
+    dims = static_dims(cx, x, "Det")
+    n = dims[-1]
+    if dims[-2] != n:
+        raise cx.error(f"Det of {dims[-2]}x{n} matrices: they must be square")
+    if n > DET_LIMIT:
+        raise cx.error(f"Det of {n}x{n} matrices: Cuvil expands at most {DET_LIMIT}x{DET_LIMIT}")
+    perms = list(permutations(range(n)))
+    signs = []
+    for p in perms:
+        inversions = sum(p[i] > p[j] for i in range(n) for j in range(i + 1, n))
+        signs.append(-1.0 if inversions % 2 else 1.0)
+    index = np.array([i * n + p[i] for p in perms for i in range(n)], dtype=np.int64)
+    batch = dims[:-2]
+    flat = cx.op("reshape", [x], shape=(*batch, n * n))
+    terms = select(cx, flat, len(batch), index)
+    terms = cx.op("reshape", [terms], shape=(*batch, len(perms), n))
+    products = cx.op("prod", [terms], axes=(len(batch) + 1,))
+    sign = cx.constant(np.array(signs, dtype=x.type.dtype.numpy), "signs")
+    return cx.op("sum", [cx.op("mul", [products, sign])], axes=(len(batch),))
 
 
 __all__ = ["TABLE", "spatial_pads"]

@@ -13,6 +13,7 @@ from cuvil_ref.frontend.onnx import (
     functions,
     generators,
     losses,
+    ml,
     nn,
     pool,
     quant,
@@ -23,6 +24,7 @@ from cuvil_ref.frontend.onnx import (
     shape,
     signal,
     tensor,
+    text,
 )
 from cuvil_ref.frontend.onnx.table import OnnxConverter
 
@@ -37,6 +39,7 @@ for _module in (
     generators,
     shape,
     tensor,
+    text,
     nn,
     reduce,
     quant,
@@ -45,6 +48,7 @@ for _module in (
     scatter,
     signal,
     losses,
+    ml,
     attention,
     control,
 ):

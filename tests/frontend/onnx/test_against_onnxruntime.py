@@ -214,3 +214,29 @@ def test_conv_transpose_3d_with_pads_and_output_padding() -> None:
         group=2,
     )
     check(node, [("x", f32(1, 4, 3, 4, 3))], ["y"], [("w", f32(4, 2, 2, 3, 2)), ("b", f32(4))])
+
+
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_det_of_batched_matrices(n: int) -> None:
+    node = helper.make_node("Det", ["x"], ["y"])
+    check(node, [("x", f32(2, 3, n, n))], ["y"], atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["TF", "IDF", "TFIDF"])
+def test_tfidf_vectorizer_weights_and_trigrams(mode: str) -> None:
+    """The node tests count in TF mode only; weights, IDF and trigrams with skips here."""
+    node = helper.make_node(
+        "TfIdfVectorizer",
+        ["x"],
+        ["y"],
+        mode=mode,
+        min_gram_length=1,
+        max_gram_length=3,
+        max_skip_count=2,
+        ngram_counts=[0, 3, 7],
+        ngram_indexes=[6, 0, 2, 1, 4, 3, 5],  # the slots in another order than the pool
+        pool_int64s=[2, 3, 5, 2, 3, 5, 4, 2, 3, 5],
+        weights=[0.5, 2.0, 1.5, 1.0, 3.0, 0.25, 4.0],
+    )
+    x = np.array([[2, 3, 5, 2, 4, 3, 5, 2, 3, 3], [5, 5, 2, 3, 2, 4, 2, 3, 5, 2]], np.int32)
+    check(node, [("x", x)], ["y"], opset=9)

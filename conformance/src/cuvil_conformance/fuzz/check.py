@@ -8,9 +8,9 @@
   through each op's ``torch_twin`` on the same operands (only chains whose ops all have one).
 
 Float graph bound: ``|got - want| <= 2 * K * eps * max(1, max|want|) + U * ulp(want)`` with K the
-sum of the nodes' accumulation lengths (at least 1 each) and U = 8 per node -- the reduction
-bound of the suite, summed over the chain. NaN must be where the reference has NaN and
-infinities must match, as everywhere in the suite.
+sum of the nodes' accumulation lengths (at least 1 each, plus a normalization's condition
+number) and U = 8 per node -- the reduction bound of the suite, summed over the chain. NaN must
+be where the reference has NaN and infinities must match, as everywhere in the suite.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from cuvil_conformance.fuzz.graphs import FuzzCase
-from cuvil_conformance.generators.points import accumulation_length
+from cuvil_conformance.generators.points import accumulation_length, conditioning
 from cuvil_conformance.tolerance import Rule, compare
 from cuvil_ref.interpreter import interpret, run_node
 from cuvil_ref.ir.graph import Graph
@@ -42,14 +42,22 @@ class Finding:
         return f"{self.where}: {self.reason}"
 
 
-def graph_rule(graph: Graph, integer: bool) -> tuple[Rule, int]:
-    """(rule, K) for comparing whole-graph outputs."""
+def graph_rule(graph: Graph, integer: bool, inputs: Sequence[np.ndarray] = ()) -> tuple[Rule, int]:
+    """(rule, K) for comparing whole-graph outputs. Given the inputs, a normalization's K also
+    counts its operand's condition number (``conditioning``), from the reference's values."""
     if integer:
         return Rule("exact"), 0
+    env: dict[str, Any] = dict(graph.constants)
+    env.update({v.name: a for v, a in zip(graph.inputs, inputs)})
     k = 0
     for node in graph.nodes:
+        opdef = get_op(node.op)
         shapes = [tuple(int(d) for d in v.type.shape) for v in node.inputs]
-        k += max(1, accumulation_length(get_op(node.op), shapes, node.attrs))
+        k += max(1, accumulation_length(opdef, shapes, node.attrs))
+        if inputs:
+            args = [env[v.name] for v in node.inputs]
+            k += conditioning(opdef, args, node.attrs)
+            env.update({v.name: o for v, o in zip(node.outputs, run_node(node, args, {}))})
     return Rule("reduction", 8 * max(1, len(graph.nodes))), k
 
 
@@ -73,7 +81,7 @@ def check_pipeline(
         want = interpret(case.module, case.inputs)
     except Exception as exc:  # a generated graph the reference cannot run is a finding too
         return Finding("reference", f"{type(exc).__name__}: {exc}")
-    rule, k = graph_rule(case.module.graph, case.integer)
+    rule, k = graph_rule(case.module.graph, case.integer, case.inputs)
     for level in opt_levels:
         try:
             program = compile_module(case.module, target, opt_level=level, cache=False)

@@ -13,6 +13,8 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from cuvil_conformance.cases import Case, InputSpec, make_case
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ops import OpDef
@@ -79,6 +81,35 @@ def accumulation_length(opdef: OpDef, shapes: Sequence[tuple[int, ...]], attrs: 
     if fam == "group_norm" and len(x) >= 2:
         return x[1] // attrs.get("num_groups", 1) * math.prod(x[2:])
     return 1
+
+
+def conditioning(opdef: OpDef, arrays: Sequence[Any], attrs: Any) -> int:
+    """Terms to add to K for a normalization of ill-conditioned rows (0 for other ops).
+
+    Centering subtracts a mean computed in the output precision, so every centered value loses
+    about ``eps * max|x|`` however the sums are ordered: the normalized result is off by about
+    ``eps * max|x| / sqrt(var + eps)`` -- the row's condition number, not its length. (The
+    reference computes the statistics in f64; PyTorch eager in f32 loses as much.) A one-pass
+    ``E[x^2] - E[x]^2`` variance loses the square of it and still fails.
+    """
+    fam = opdef.family
+    if fam not in ("layer_norm", "group_norm") or not arrays:
+        return 0
+    x = np.asarray(arrays[0])
+    if x.dtype.kind != "f" or x.size == 0:
+        return 0
+    x = x.astype(np.float64)
+    if fam == "layer_norm":
+        n = len(attrs.get("normalized_shape", (1,)))
+        rows = x.reshape(-1, math.prod(x.shape[x.ndim - n :]) or 1)
+    else:
+        if x.ndim < 2:
+            return 0
+        rows = x.reshape(x.shape[0] * attrs.get("num_groups", 1), -1)
+    with np.errstate(all="ignore"):
+        cond = np.max(np.abs(rows), axis=1) / np.sqrt(rows.var(axis=1) + attrs.get("eps", 1e-5))
+    cond = cond[np.isfinite(cond)]
+    return int(math.ceil(float(cond.max()))) if cond.size else 0
 
 
 def point_case(opdef: OpDef, p: GridPoint, *, dtype: str | None = None) -> Case:
