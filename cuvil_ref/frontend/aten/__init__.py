@@ -17,16 +17,37 @@ from typing import Any
 
 from cuvil_ref.frontend.aten import (
     arithmetic,
+    bags,
     control_flow,
+    conv,
     core,
     high_level,
+    indexing,
+    norm,
+    pad,
+    pool,
     reductions,
+    resample,
     shapes,
     unary_math,
 )
 
 CORE_TABLE: dict[str, Callable[..., Any]] = {}
-for _module in (core, high_level, unary_math, arithmetic, reductions, shapes):
+for _module in (
+    core,
+    high_level,
+    unary_math,
+    arithmetic,
+    reductions,
+    shapes,
+    conv,
+    pool,
+    pad,
+    indexing,
+    norm,
+    resample,
+    bags,
+):
     for _name, _conv in _module.TABLE.items():
         if _name in CORE_TABLE:
             raise RuntimeError(f"ATen op {_name} has two converters")

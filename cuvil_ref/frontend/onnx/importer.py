@@ -51,6 +51,7 @@ ONNX_DTYPES: dict[int, DType] = {
     26: DType.i2,
 }
 DEFAULT_DOMAINS = ("", "ai.onnx")
+ML_DOMAIN = "ai.onnx.ml"
 
 InputShapes = Mapping[str, Sequence[int]] | Sequence[Sequence[int]] | None
 
@@ -114,7 +115,7 @@ def import_model(
 
     opsets = {o.domain: int(o.version) for o in model.opset_import}
     default = next((opsets[d] for d in DEFAULT_DOMAINS if d in opsets), None)
-    if default is None:
+    if default is None and ML_DOMAIN not in opsets:
         raise CaptureError("the ONNX model imports no default-domain (ai.onnx) opset")
     graph = model.graph
     cx = OnnxContext()
@@ -255,21 +256,29 @@ def convert_node(
 
     domain = node.domain or ""
     label = f"'{node.name}'" if node.name else "(unnamed)"
-    if domain not in DEFAULT_DOMAINS:
+    if domain not in (*DEFAULT_DOMAINS, ML_DOMAIN):
         raise UnsupportedOpError(
             f"ONNX op {domain}::{node.op_type} (node {label}, opset "
             f"{opsets.get(domain, '?')}) is not supported: Cuvil imports the default ai.onnx "
-            "domain only"
+            f"domain and {ML_DOMAIN}"
         )
-    opset = next(opsets[d] for d in DEFAULT_DOMAINS if d in opsets)
+    ml = domain == ML_DOMAIN
+    if ml and ML_DOMAIN not in opsets:
+        raise CaptureError(f"node {label} is of domain {ML_DOMAIN}, which the model imports not")
+    if not ml and not any(d in opsets for d in DEFAULT_DOMAINS):
+        raise CaptureError(f"node {label} is of the default domain, which the model imports not")
+    opset = opsets[ML_DOMAIN] if ml else next(opsets[d] for d in DEFAULT_DOMAINS if d in opsets)
     conv = table.get(node.op_type)
+    if conv is not None and (conv.domain == ML_DOMAIN) != ml:
+        conv = None
     if conv is None:
         raise UnsupportedOpError(
-            f"ONNX op {node.op_type} (node {label}, opset {opset}) is not supported by Cuvil "
-            f"({len(table)} ONNX ops are; docs/onnx-coverage.md lists them)"
+            f"ONNX op {f'{domain}::' if ml else ''}{node.op_type} (node {label}, opset {opset}) "
+            f"is not supported by Cuvil ({len(table)} ONNX ops are; docs/onnx-coverage.md lists "
+            "them)"
         )
     try:
-        version = int(onnx.defs.get_schema(node.op_type, opset, "").since_version)
+        version = int(onnx.defs.get_schema(node.op_type, opset, conv.domain).since_version)
     except Exception:
         version = -1
     if not conv.supports(version):

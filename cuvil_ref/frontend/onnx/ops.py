@@ -13,6 +13,7 @@ from cuvil_ref.frontend.onnx import (
     functions,
     generators,
     losses,
+    ml,
     nn,
     pool,
     quant,
@@ -47,6 +48,7 @@ for _module in (
     scatter,
     signal,
     losses,
+    ml,
     attention,
     control,
 ):

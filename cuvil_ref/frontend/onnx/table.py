@@ -27,20 +27,22 @@ class OnnxConverter:
     op_type: str
     fn: ConvertFn
     versions: tuple[int, ...]
+    domain: str = ""  # "" (ai.onnx) or "ai.onnx.ml"
 
     def supports(self, version: int) -> bool:
         return version in self.versions
 
 
 def onnx_op(
-    table: dict[str, OnnxConverter], op_type: str, *versions: int
+    table: dict[str, OnnxConverter], op_type: str, *versions: int, domain: str = ""
 ) -> Callable[[ConvertFn], ConvertFn]:
-    """Register the decorated function as ``table[op_type]`` for the given operator versions."""
+    """Register the decorated function as ``table[op_type]`` for the given operator versions
+    (of the default domain, or of ``domain="ai.onnx.ml"``)."""
 
     def register(fn: ConvertFn) -> ConvertFn:
         if op_type in table:
             raise RuntimeError(f"ONNX op {op_type} has two converters")
-        table[op_type] = OnnxConverter(op_type, fn, tuple(sorted(versions)))
+        table[op_type] = OnnxConverter(op_type, fn, tuple(sorted(versions)), domain)
         return fn
 
     return register

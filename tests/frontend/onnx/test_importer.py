@@ -183,3 +183,15 @@ def test_errors_from_converters_come_out_typed() -> None:
     )
     with pytest.raises(CuvilError, match="axis 5 is out of range"):
         onnx_to_cuvilir(m)
+
+
+def test_ml_domain_ops_need_their_domain() -> None:
+    """``Binarizer`` is an ai.onnx.ml op: imported there, refused as a default-domain op."""
+    node = helper.make_node("Binarizer", ["x"], ["y"], threshold=0.5, domain="ai.onnx.ml")
+    m = model([node], [("x", F, [2, 3])], [("y", F, [2, 3])])
+    m.opset_import.append(helper.make_opsetid("ai.onnx.ml", 1))
+    x = np.array([[0.2, 0.7, 0.5], [1.0, -1.0, 0.51]], np.float32)
+    np.testing.assert_array_equal(interpret(onnx_to_cuvilir(m), [x])[0], (x > 0.5).astype(x.dtype))
+    wrong = model([helper.make_node("Binarizer", ["x"], ["y"])], [("x", F, [2])], [("y", F, [2])])
+    with pytest.raises(UnsupportedOpError, match="ONNX op Binarizer"):
+        onnx_to_cuvilir(wrong)

@@ -63,10 +63,10 @@ def lower(node: Node, cx: LowerContext) -> None:
     stride, dilation, padding = tuple(a["stride"]), tuple(a["dilation"]), tuple(a["padding"])
     epi = epilogue_of(node)
     out = cx.output(node.outputs[0], nhwc=not nhwc_ir)
-    xin = cx.f32(x.name if nhwc_ir else cx.nhwc(x))
+    xin = cx.f32(cx.logical(x) if nhwc_ir else cx.nhwc(x))
     if epi.res_mode:
         r = node.inputs[3]
-        res = cx.f32(r.name if nhwc_ir else cx.nhwc(r))
+        res = cx.f32(cx.logical(r) if nhwc_ir else cx.nhwc(r))
     else:
         res = cx.const_buf(np.zeros((1, 1, 1, 1), np.float32), "nores")
     dst, finish = cx.f32_output(out)

@@ -118,7 +118,7 @@ def check_pool(node: Node, cx: CheckContext) -> str | None:
 def _pool_io(node: Node, cx: LowerContext) -> tuple[str, str, Any]:
     nhwc_ir = node.op.endswith("_nhwc")
     x = node.inputs[0]
-    src = x.name if nhwc_ir else cx.nhwc(x)
+    src = cx.logical(x) if nhwc_ir else cx.nhwc(x)  # an NHWC op reads the IR array as is
     out = cx.output(node.outputs[0], nhwc=not nhwc_ir)
     return src, out.name, out
 
