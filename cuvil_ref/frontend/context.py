@@ -120,11 +120,19 @@ class Converter:
         #: torch's own result for the node being converted (export: ``node.meta["val"]``, a
         #: FakeTensor or a tuple of them; None where unknown, e.g. under torch.fx)
         self.expected: Any = None
+        #: which outputs of the node being converted the graph reads (export: the indices of its
+        #: ``getitem`` users), or None when unknown -- converters of multi-output ATen ops
+        #: (``max_pool2d_with_indices``, ``native_layer_norm``...) emit only what is read
+        self.used_outputs: frozenset[int] | None = None
         #: what the export path folded at capture (``capture_fold.CaptureFolder.summary``)
         self.folded: dict[str, Any] = {}
         #: valid range of each symbolic input dim, as torch.export inferred it
         self.dim_ranges: dict[str, list[int | None]] = {}
         self._named_constants: dict[str, Value] = {}
+
+    def wants(self, output: int) -> bool:
+        """Whether output ``output`` of the node being converted is read (True when unknown)."""
+        return self.used_outputs is None or output in self.used_outputs
 
     def op(self, op: str, inputs: Sequence[Value | None], **attrs: Any) -> Value:
         """Emit one single-output op (``None`` inputs are dropped: absent optional operands)."""

@@ -73,7 +73,15 @@ def layer_norm(
         if isinstance(normalized_shape, int)
         else tuple(int(d) for d in normalized_shape)
     )
+    weight = _ones_if_bias_only(cx, weight, bias)
     return cx.op("layer_norm", [input, weight, bias], normalized_shape=shape, eps=float(eps))
+
+
+def _ones_if_bias_only(cx: Converter, weight: Value | None, bias: Value | None) -> Value | None:
+    """Optional inputs are positional: a bias without a weight needs a weight of ones."""
+    if weight is None and bias is not None:
+        return cx.constant(np.ones(bias.type.shape, bias.type.dtype.numpy), "ones")
+    return weight
 
 
 def batch_norm(
@@ -106,6 +114,7 @@ def group_norm(
     eps: float = 1e-5,
     cudnn_enable: bool = True,
 ) -> Value:
+    weight = _ones_if_bias_only(cx, weight, bias)
     return cx.op("group_norm", [input, weight, bias], num_groups=int(num_groups), eps=float(eps))
 
 

@@ -33,6 +33,18 @@ PRESERVED: tuple[str, ...] = (
     "aten::mish",
     "aten::relu6",
     "aten::softplus",
+    # Core ATen ops that torch's table would still lower to arange/abs/index chains: Cuvil
+    # converts each into one constant-index gather per padded dim (frontend/aten/pad.py).
+    "aten::reflection_pad1d",
+    "aten::reflection_pad2d",
+    "aten::reflection_pad3d",
+    "aten::replication_pad1d",
+    "aten::replication_pad2d",
+    "aten::replication_pad3d",
+    # likewise: one constant-index gather per axis (frontend/aten/resample.py)
+    "aten::upsample_nearest2d",
+    # F.fold: one col2im op instead of an index_put chain (frontend/aten/bags.py)
+    "aten::col2im",
 )
 
 #: Export's runtime checks: no-ops at inference (``.to(dtype)`` emits the first one).

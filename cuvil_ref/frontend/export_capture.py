@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 from torch.export import Dim, ExportedProgram
-from torch.export.graph_signature import InputKind
+from torch.export.graph_signature import InputKind, OutputKind
 from torch.utils import _pytree as pytree
 
 from cuvil_ref.errors import CaptureError, CuvilError, TorchExportError, UnsupportedOpError
@@ -189,7 +189,9 @@ def convert_program(
             break
         scope.convert(node)
     cx.folded = scope.folder.summary()
-    user_outputs = outputs[: len(ep.graph_signature.user_outputs)]
+    # Mutated buffers and inputs come first among the graph's outputs: keep the user's only.
+    kinds = [spec.kind for spec in ep.graph_signature.output_specs]
+    user_outputs = [o for o, kind in zip(outputs, kinds) if kind == OutputKind.USER_OUTPUT]
     spec = ep.call_spec.out_spec
     if spec is None:
         return cx, inputs, pytree.tree_flatten(user_outputs)
@@ -255,6 +257,7 @@ class ExportScope:
         args = torch.fx.node.map_arg(node.args, self.lookup)
         kwargs = torch.fx.node.map_arg(node.kwargs, self.lookup)
         cx.expected = node.meta.get("val")
+        cx.used_outputs = _used_outputs(node)
         if name is not None:
             convert = ATEN_TABLE.get(name)
             label = str(node.target)
@@ -331,6 +334,16 @@ def _bound(x: Any) -> int | None:
         return int(x)
     except (TypeError, ValueError, OverflowError, AttributeError):
         return None
+
+
+def _used_outputs(node: torch.fx.Node) -> frozenset[int] | None:
+    """The output indices of ``node`` that its users read, if all read them via ``getitem``."""
+    used = set()
+    for user in node.users:
+        if user.target is not operator.getitem or not isinstance(user.args[1], int):
+            return None
+        used.add(user.args[1])
+    return frozenset(used)
 
 
 def check_against_torch(result: Any, expected: Any) -> None:

@@ -203,9 +203,17 @@ def _avg_counts(
     return (end - start).astype(np.float32), inside.astype(np.float32)
 
 
+def trunc_div(total: np.ndarray, divisor: np.ndarray | int) -> np.ndarray:
+    """Integer division rounding toward zero (C++'s ``/``, which PyTorch's integer pools use)."""
+    d = np.asarray(divisor, dtype=np.int64)
+    q = np.abs(total) // np.abs(d)
+    return np.where((total < 0) != (d < 0), -q, q)
+
+
 def _avg_pool2d(x: np.ndarray, **attrs: object) -> np.ndarray:
-    xf = x.astype(np.float32, copy=False)
-    taps, oh, ow = _padded_taps(xf, 0.0, "avg_pool2d", attrs)
+    integer = x.dtype.kind in "iu"
+    xf = x.astype(np.int64 if integer else np.float32, copy=False)
+    taps, oh, ow = _padded_taps(xf, 0, "avg_pool2d", attrs)
     total = taps[0].copy()
     for t in taps[1:]:
         total += t
@@ -219,6 +227,8 @@ def _avg_pool2d(x: np.ndarray, **attrs: object) -> np.ndarray:
         divisor = span_h[:, None] * span_w[None, :]
     else:
         divisor = in_h[:, None] * in_w[None, :]
+    if integer:
+        return trunc_div(total, np.asarray(divisor).astype(np.int64)).astype(x.dtype)
     return (total / divisor).astype(x.dtype, copy=False)
 
 
@@ -237,10 +247,11 @@ register(
         doc=(
             "y[..., p, q] = sum_{window} x / d. Window rows [p*sh - top, min(p*sh - top + KH, "
             "H + bottom)) (likewise columns); d = divisor_override, else its area including "
-            "padding (count_include_pad) or only the area inside x. Sums in f32."
+            "padding (count_include_pad) or only the area inside x. Floats sum in f32; "
+            "integers sum in i64 and divide rounding toward zero (as PyTorch)."
         ),
         category="pooling",
-        dtypes=FLOAT_DTYPES,
+        dtypes=NUMERIC,
         torch_twin=pool2d_twin("avg_pool2d"),
         conformance=grid(
             point("basic", kernel=(2, 2), shapes=((1, 3, 8, 8),)),
@@ -282,7 +293,7 @@ def _adaptive_infer(op: str):  # noqa: ANN202 - returns an InferFn
     return infer
 
 
-def _adaptive_windows(size: int, out: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def adaptive_windows(size: int, out: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Index [out, L] of window i = [floor(i*size/out), ceil((i+1)*size/out)), its mask, lengths."""
     i = np.arange(out)
     start = (i * size) // out
@@ -296,8 +307,8 @@ def _adaptive_windows(size: int, out: int) -> tuple[np.ndarray, np.ndarray, np.n
 def _adaptive_reduce(
     x: np.ndarray, output_size: tuple[int, int], fill: float, reduce: np.ufunc
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    ih, mh, lh = _adaptive_windows(x.shape[-2], output_size[0])
-    iw, mw, lw = _adaptive_windows(x.shape[-1], output_size[1])
+    ih, mh, lh = adaptive_windows(x.shape[-2], output_size[0])
+    iw, mw, lw = adaptive_windows(x.shape[-1], output_size[1])
     rows = np.where(mh[:, :, None], x[..., ih, :], fill)  # [..., OH, Lh, W]
     y = reduce.reduce(rows, axis=-2)
     cols = np.where(mw, y[..., iw], fill)  # [..., OH, OW, Lw]

@@ -103,15 +103,14 @@ def conv_out_size(
         )
     span = dilation * (kernel - 1) + 1
     total = size + pad_lo + pad_hi - span
-    if total < 0:
+    out = (-(-total // stride) if ceil_mode else total // stride) + 1
+    # PyTorch (ceil_mode): the last window must start inside the input or left padding. A window
+    # larger than the padded input still gives one output there (a global pool, clipped).
+    if ceil_mode and (out - 1) * stride >= size + pad_lo:
+        out -= 1
+    if (total < 0 and not ceil_mode) or out < 1:
         raise ShapeError(
             f"window of extent {span} does not fit input length {size} with padding "
             f"({pad_lo}, {pad_hi})"
         )
-    if ceil_mode:
-        out = -(-total // stride) + 1
-        # PyTorch: the last window must start inside the input or left padding.
-        if (out - 1) * stride >= size + pad_lo:
-            out -= 1
-        return out
-    return total // stride + 1
+    return out

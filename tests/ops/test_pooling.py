@@ -195,3 +195,35 @@ def test_pooling_infer_errors(op: str, shape: tuple, attrs: dict, match: str) ->
 def test_torch_rejects_what_we_reject() -> None:
     with pytest.raises(RuntimeError):
         F.max_pool2d(torch.zeros(1, 1, 4, 4), 2, padding=2)
+
+
+@pytest.mark.parametrize("hw", [(3, 3), (3, 5), (1, 2)])
+def test_global_pool_kernel_larger_than_input_in_ceil_mode(hw: tuple[int, int]) -> None:
+    """Regression (issue 11): AvgPool2d(kernel, ceil_mode=True) over a smaller input is a clipped
+    global pool in torch, not an error."""
+    x = randn(2, 3, *hw, seed=4)
+    for op, fn in (("avg_pool2d", F.avg_pool2d), ("max_pool2d", F.max_pool2d)):
+        got = run1(op, [x], {"kernel": (4, 6), "ceil_mode": True})
+        close(got, fn(t(x), (4, 6), ceil_mode=True))
+    got = run1(
+        "avg_pool2d",
+        [x],
+        {
+            "kernel": (4, 4),
+            "stride": (1, 1),
+            "padding": (2, 2),
+            "ceil_mode": True,
+            "count_include_pad": False,
+        },
+    )
+    close(got, F.avg_pool2d(t(x), 4, 1, 2, ceil_mode=True, count_include_pad=False))
+
+
+def test_avg_pool2d_integers_round_toward_zero() -> None:
+    x = np.array([[[[-3, 0, -5, 0, 7, 0], [0, 0, 0, 0, 0, 1]]]], dtype=np.int64)
+    for attrs, kw in (
+        ({"kernel": (1, 2)}, {}),
+        ({"kernel": (2, 2), "divisor_override": 3}, {"divisor_override": 3}),
+    ):
+        want = F.avg_pool2d(t(x), attrs["kernel"], **kw)
+        close(run1("avg_pool2d", [x], attrs), want)

@@ -123,3 +123,15 @@ def test_protocol_errors_match(ray_http) -> None:
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(f"http://{ray_http}/v2/models/nope", timeout=60)
     assert err.value.code == 404
+
+
+def test_app_builder_for_rays_cli(zoo) -> None:
+    """`serve run cuvil_ref.serve.ray:app_builder repo=... replicas=2` (docs/serving.md): the
+    application builds from Ray's string arguments; a missing repo is a clear error."""
+    from cuvil_ref.errors import CuvilError
+    from cuvil_ref.serve.ray import app_builder
+
+    app = app_builder({"repo": str(zoo.repo), "replicas": "2"})
+    assert type(app).__name__ == "Application"
+    with pytest.raises(CuvilError, match="repo=PATH"):
+        app_builder({"replicas": "2"})

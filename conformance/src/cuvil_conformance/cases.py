@@ -51,7 +51,8 @@ class InputSpec:
     (uniform in [-1, 1]), ``small`` (whole numbers in [-3, 3] for floats -- every row has ties --
     and [-8, 8] for ints), ``neg`` (negative values only), ``edge`` (±0, NaN, ±Inf, subnormals,
     limits, ties, then ``extra``, then random), ``full`` (the dtype's whole range), ``index:N``
-    (integers in [0, N)), ``bool``, ``nan_one:K[:R]`` (normal values with NaN at every index
+    (integers in [0, N)), ``offsets:N`` (bag offsets into N indices: sorted, in [0, N], the
+    first 0), ``bool``, ``nan_one:K[:R]`` (normal values with NaN at every index
     ``i % K == R``, R drawn when absent: other inputs get NaN elsewhere), ``ties:S`` (exact
     halfway points ``(k + 1/2) * S``), ``lowvar:M`` (mean M, standard deviation M/300: variance
     by ``E[x^2] - E[x]^2`` in f32 loses most digits, a two-pass variance does not), ``large:M``
@@ -73,6 +74,9 @@ class InputSpec:
             flat = rng.random(n) < 0.5
         elif kind == "index":
             flat = rng.integers(0, int(arg), n)
+        elif kind == "offsets":
+            flat = np.sort(rng.integers(0, int(arg) + 1, n))
+            flat[:1] = 0
         elif dt.is_float:
             flat = _float_values(kind, arg, n, rng, self.extra, dt)
         else:

@@ -15,10 +15,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cuvil_ref.frontend.aten import control_flow, core, high_level
+from cuvil_ref.frontend.aten import (
+    bags,
+    control_flow,
+    conv,
+    core,
+    high_level,
+    indexing,
+    norm,
+    pad,
+    pool,
+    resample,
+)
 
 CORE_TABLE: dict[str, Callable[..., Any]] = {}
-for _module in (core, high_level):
+for _module in (core, high_level, conv, pool, pad, indexing, norm, resample, bags):
     for _name, _conv in _module.TABLE.items():
         if _name in CORE_TABLE:
             raise RuntimeError(f"ATen op {_name} has two converters")

@@ -1,13 +1,9 @@
-"""Converters for Core ATen ops that map onto Cuvil ops Cuvil already had before the closed
-vocabulary: the normalization, softmax, convolution and pooling entry points that
-``run_decompositions`` produces (``_softmax``, ``native_layer_norm``,
-``_native_batch_norm_legit_no_training``, ``convolution``, ``max_pool2d_with_indices``...), and
-tensor factories whose sizes are static.
+"""Converters for Core ATen ops that map onto Cuvil ops directly: softmax entry points
+(``_softmax``, the preserved ``softmax.int``), tensor factories whose sizes are static, and
+``native_dropout``.
 
-Each converter takes the ATen schema's arguments in order (tensors already IR Values). Ops that
-return several tensors in ATen (``native_layer_norm`` returns ``(out, mean, rstd)``) return a
-tuple whose unused statistics are ``None``: inference graphs read only the first output, and a
-graph that reads a statistic gets a clear error from the next converter.
+Each converter takes the ATen schema's arguments in order (tensors already IR Values). The
+convolution, pooling, padding, indexing and normalization families live in their own modules.
 """
 
 from __future__ import annotations
@@ -43,83 +39,6 @@ def _softmax_int(op: str) -> Conv:
         return cx.op(op, [x], axis=int(dim))
 
     return convert
-
-
-def native_layer_norm(
-    cx: Converter,
-    x: Value,
-    normalized_shape: Sequence[int],
-    weight: Value | None,
-    bias: Value | None,
-    eps: float,
-) -> tuple[Value, None, None]:
-    return fn.layer_norm(cx, x, normalized_shape, weight, bias, eps), None, None
-
-
-def native_group_norm(
-    cx: Converter,
-    x: Value,
-    weight: Value | None,
-    bias: Value | None,
-    n: Any,
-    c: Any,
-    hw: Any,
-    group: int,
-    eps: float,
-) -> tuple[Value, None, None]:
-    return fn.group_norm(cx, x, int(group), weight, bias, eps), None, None
-
-
-def batch_norm_no_training(
-    cx: Converter,
-    x: Value,
-    weight: Value | None,
-    bias: Value | None,
-    running_mean: Value,
-    running_var: Value,
-    momentum: float,
-    eps: float,
-) -> tuple[Value, None, None]:
-    out = fn.batch_norm(cx, x, running_mean, running_var, weight, bias, False, momentum, eps)
-    return out, None, None
-
-
-def convolution(
-    cx: Converter,
-    x: Value,
-    weight: Value,
-    bias: Value | None,
-    stride: Sequence[int],
-    padding: Sequence[int],
-    dilation: Sequence[int],
-    transposed: bool,
-    output_padding: Sequence[int],
-    groups: int,
-) -> Value:
-    """``aten.convolution``: today 2-D, not transposed, batched (NCHW) only."""
-    if transposed or len(weight.type.shape) != 4 or len(x.type.shape) != 4:
-        kind = "transposed " if transposed else ""
-        raise CaptureError(
-            f"{kind}convolution over {len(weight.type.shape) - 2} spatial dims with a rank-"
-            f"{len(x.type.shape)} input is not supported yet; Cuvil runs batched 2-D convolution"
-        )
-    return fn.conv2d(cx, x, weight, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
-
-
-def max_pool2d_with_indices(
-    cx: Converter,
-    x: Value,
-    kernel_size: Sequence[int],
-    stride: Sequence[int] = (),
-    padding: Any = 0,
-    dilation: Any = 1,
-    ceil_mode: bool = False,
-) -> tuple[Value, None]:
-    return fn.max_pool2d(cx, x, kernel_size, stride or None, padding, dilation, ceil_mode), None
-
-
-def adaptive_avg_pool2d(cx: Converter, x: Value, output_size: Sequence[int]) -> Value:
-    return fn.adaptive_avg_pool2d(cx, x, output_size)
 
 
 def _factory_dtype(dtype: Any, fill: Any) -> Any:
@@ -197,10 +116,27 @@ def _default_float() -> Any:
     return torch.get_default_dtype()
 
 
-def native_dropout(cx: Converter, x: Value, p: float, train: bool | None) -> tuple[Value, None]:
-    if train:
-        raise CaptureError("dropout in training mode is random; call model.eval() before capture")
-    return x, None
+def _filled(cx: Converter, x: Value, value: Any, dtype: Any) -> Value:
+    """A tensor of ``x``'s shape (symbolic dims too) filled with ``value``."""
+    one = cx.constant(np.full((1,) * len(x.type.shape), value, dtype=dtype), "fill")
+    return cx.op("expand", [one], shape=tuple(x.type.shape))
+
+
+def native_dropout(
+    cx: Converter, x: Value, p: float, train: bool | None
+) -> tuple[Value, Value | None]:
+    """``(output, keep mask)``. Outside training, and with ``p`` 0 or 1, dropout is
+    deterministic (``p == 1`` multiplies by zero, so signs and NaN survive as in torch); any
+    other ``p`` in training draws random masks."""
+    p = float(p)
+    if train is False or p == 0.0:
+        return x, _filled(cx, x, True, np.bool_) if cx.wants(1) else None
+    if p == 1.0:
+        zero = cx.constant(np.zeros((), dtype=x.type.dtype.numpy), "zero")
+        return cx.op("mul", [x, zero]), _filled(cx, x, False, np.bool_) if cx.wants(1) else None
+    raise CaptureError(
+        f"dropout with p={p} in training mode is random; call model.eval() before capture"
+    )
 
 
 def sym_numel(cx: Converter, x: Value) -> Any:
@@ -214,12 +150,6 @@ TABLE: dict[str, Conv] = {
     "aten::_log_softmax": _softmax("log_softmax"),
     "aten::softmax": _softmax_int("softmax"),
     "aten::log_softmax": _softmax_int("log_softmax"),
-    "aten::native_layer_norm": native_layer_norm,
-    "aten::native_group_norm": native_group_norm,
-    "aten::_native_batch_norm_legit_no_training": batch_norm_no_training,
-    "aten::convolution": convolution,
-    "aten::max_pool2d_with_indices": max_pool2d_with_indices,
-    "aten::_adaptive_avg_pool2d": adaptive_avg_pool2d,
     "aten::full": full,
     "aten::arange": arange,
     "aten::full_like": full_like,

@@ -31,6 +31,16 @@ EXCLUDED: dict[str, str] = {
     "aten::sym_is_contiguous": _STORAGE,
     "aten::sym_storage_offset": _STORAGE,
     "aten::sym_stride": _STORAGE,
+    "aten::_fft_r2c": (
+        "complex results: Cuvil's IR has no complex dtype (an rfft's output cannot be a graph "
+        "value; a real-to-complex-to-real round trip inside a model is refused at capture)"
+    ),
+    "aten::_fft_c2r": "complex inputs: Cuvil's IR has no complex dtype",
+    "aten::nonzero": (
+        "its output size depends on the input's values, and Cuvil's shapes are static or "
+        "symbolic in input sizes: converted when the input is a compile-time constant, "
+        "otherwise refused with a CaptureError naming the op (use where/masked_fill instead)"
+    ),
     "aten::_local_scalar_dense": (
         "reads a tensor's value into Python (`.item()`), which makes the rest of the graph "
         "depend on data at capture time"

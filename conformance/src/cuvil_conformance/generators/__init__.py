@@ -73,3 +73,4 @@ def generate_cases(
 
 def all_cases(quick: bool = False) -> Iterable[Case]:
     return generate_cases(None, quick)[0]
+
