@@ -40,3 +40,5 @@ def test_normalization_bound_counts_the_rows_condition_number() -> None:
     assert conditioning(ln, [well], attrs) == 1
     assert 150 < conditioning(ln, [ill], attrs) < 200
     assert conditioning(REGISTRY.get("relu"), [ill], {}) == 0
+    # eps=None (rms_norm: the dtype's own) is a valid declaration, found by the fuzzer
+    assert conditioning(REGISTRY.get("rms_norm"), [well], {"normalized_shape": (2,), "eps": None})

@@ -82,7 +82,11 @@ def _onnx_indices(cx: OnnxContext, node: OnnxNode, x: Value, idx: Value) -> Valu
         if len(spatial) != 2:
             raise cx.error("MaxPool storage_order=1 is supported over 2 spatial dims")
         h, w = spatial
-        row = cx.op("trunc_divide", [idx, cx.scalar(w, DType.i64)])
+        if "trunc_divide" in REGISTRY:
+            row = cx.op("trunc_divide", [idx, cx.scalar(w, DType.i64)])
+        else:  # indices are >= 0 and far below 2^53: f64 division, truncated, is exact
+            row = cx.op("div", [cx.cast(idx, DType.f64), cx.scalar(w, DType.f64)])
+            row = cx.cast(row, DType.i64)
         col = cx.op("sub", [idx, cx.op("mul", [row, cx.scalar(w, DType.i64)])])
         idx = cx.op("add", [cx.op("mul", [col, cx.scalar(h, DType.i64)]), row])
     base = np.arange(dims[0] * dims[1], dtype=np.int64).reshape(dims[0], dims[1]) * plane

@@ -106,8 +106,10 @@ def conditioning(opdef: OpDef, arrays: Sequence[Any], attrs: Any) -> int:
         if x.ndim < 2:
             return 0
         rows = x.reshape(x.shape[0] * attrs.get("num_groups", 1), -1)
+    eps = attrs.get("eps")
+    eps = 1e-5 if eps is None else float(eps)  # None: the dtype's own (rms_norm)
     with np.errstate(all="ignore"):
-        cond = np.max(np.abs(rows), axis=1) / np.sqrt(rows.var(axis=1) + attrs.get("eps", 1e-5))
+        cond = np.max(np.abs(rows), axis=1) / np.sqrt(rows.var(axis=1) + eps)
     cond = cond[np.isfinite(cond)]
     return int(math.ceil(float(cond.max()))) if cond.size else 0
 
