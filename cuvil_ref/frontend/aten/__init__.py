@@ -29,6 +29,7 @@ from cuvil_ref.frontend.aten import (
     reductions,
     resample,
     shapes,
+    strided,
     unary_math,
 )
 
@@ -47,6 +48,7 @@ for _module in (
     norm,
     resample,
     bags,
+    strided,
 ):
     for _name, _conv in _module.TABLE.items():
         if _name in CORE_TABLE:
