@@ -124,6 +124,10 @@ class Converter:
         #: ``getitem`` users), or None when unknown -- converters of multi-output ATen ops
         #: (``max_pool2d_with_indices``, ``native_layer_norm``...) emit only what is read
         self.used_outputs: frozenset[int] | None = None
+        #: torch's values of the node's positional arguments (export: each argument node's
+        #: ``meta["val"]``, None for non-nodes or where unknown) -- ``as_strided`` reads its
+        #: input's strides there
+        self.arg_vals: tuple[Any, ...] = ()
         #: what the export path folded at capture (``capture_fold.CaptureFolder.summary``)
         self.folded: dict[str, Any] = {}
         #: valid range of each symbolic input dim, as torch.export inferred it

@@ -258,6 +258,9 @@ class ExportScope:
         kwargs = torch.fx.node.map_arg(node.kwargs, self.lookup)
         cx.expected = node.meta.get("val")
         cx.used_outputs = _used_outputs(node)
+        cx.arg_vals = tuple(
+            a.meta.get("val") if isinstance(a, torch.fx.Node) else None for a in node.args
+        )
         if name is not None:
             convert = ATEN_TABLE.get(name)
             label = str(node.target)

@@ -88,7 +88,8 @@ def _numpy_key(op: str, x: np.ndarray, indices: Sequence[np.ndarray], axes: Sequ
 
 
 def _index(x: np.ndarray, *indices: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
-    return np.ascontiguousarray(x[_numpy_key("index", x, indices, axes)])
+    # np.array, not np.ascontiguousarray: the latter turns a 0-d result (a 0-d index) into [1]
+    return np.array(x[_numpy_key("index", x, indices, axes)], order="C")
 
 
 register(

@@ -41,6 +41,10 @@ def test_index_int32_indices_bool_data_and_empty() -> None:
     close(run1("index", [xb, idx], {"axes": (0,)}), t(xb)[t(idx).long()])
     empty = np.zeros((0,), dtype=np.int64)
     close(run1("index", [X, empty], {"axes": (1,)}), t(X)[:, t(empty)])
+    # a 0-d index drops the dim: a 1-d tensor gives a 0-d result
+    flat = X.reshape(-1)
+    got = run1("index", [flat, np.array(7)], {"axes": (0,)})
+    assert got.shape == () and got == flat[7]
 
 
 def test_index_out_of_range_is_an_error() -> None:

@@ -26,10 +26,11 @@ from cuvil_ref.frontend.aten import (
     pad,
     pool,
     resample,
+    strided,
 )
 
 CORE_TABLE: dict[str, Callable[..., Any]] = {}
-for _module in (core, high_level, conv, pool, pad, indexing, norm, resample, bags):
+for _module in (core, high_level, conv, pool, pad, indexing, norm, resample, bags, strided):
     for _name, _conv in _module.TABLE.items():
         if _name in CORE_TABLE:
             raise RuntimeError(f"ATen op {_name} has two converters")

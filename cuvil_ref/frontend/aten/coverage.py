@@ -25,7 +25,6 @@ EXCLUDED: dict[str, str] = {
     "aten::rand": _RANDOM,
     "aten::randn": _RANDOM,
     "aten::randperm": _RANDOM,
-    "aten::as_strided": _STORAGE,
     "aten::empty_strided": _STORAGE,
     "aten::resize_": _STORAGE + " (in-place resize)",
     "aten::sym_is_contiguous": _STORAGE,
