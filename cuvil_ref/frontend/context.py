@@ -195,10 +195,16 @@ def to_numpy(tensor: Any) -> np.ndarray:
 
 
 def dtype_to_torch(dtype: DType) -> Any:
-    """The torch dtype of a Cuvil DType."""
+    """The torch dtype of a Cuvil DType; one the torch frontend does not map raises CaptureError."""
     import torch
 
-    return {v: k for k, v in _torch_table(torch).items()}[dtype]
+    table = {v: k for k, v in _torch_table(torch).items()}
+    if dtype not in table:
+        names = ", ".join(d.value for d in table)
+        raise CaptureError(
+            f"Cuvil dtype {dtype.value} has no torch equivalent here; mapped: {names}"
+        )
+    return table[dtype]
 
 
 def dtype_from_torch(dtype: Any) -> DType:

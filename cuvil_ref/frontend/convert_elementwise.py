@@ -140,10 +140,11 @@ def clamp(cx: Converter, input: Value, min: Any = None, max: Any = None) -> Valu
 
 
 def where(cx: Converter, condition: Value, input: Any = None, other: Any = None) -> Value:
-    if input is None:
-        raise CaptureError("torch.where(condition) with one argument (nonzero) is not supported")
-    like = input if isinstance(input, Value) else other
-    return cx.op("where", [condition, cx.scalar(input, like=like), cx.scalar(other, like=like)])
+    """``torch.where(condition, a, b)``, either branch a tensor or a Python scalar (both may be
+    scalars), promoted as torch does; the ATen converter is the one implementation."""
+    from cuvil_ref.frontend.aten.arithmetic import where as aten_where
+
+    return aten_where(cx, condition, input, other)
 
 
 def masked_fill(cx: Converter, input: Value, mask: Value, value: Any) -> Value:

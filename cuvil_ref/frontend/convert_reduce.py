@@ -53,14 +53,15 @@ def _var_std(op: str) -> Callable[..., Value]:
         *,
         correction: Any = None,
     ) -> Value:
+        # the correction is a float (torch.var(x, correction=1.3) divides by N - 1.3)
         if isinstance(unbiased, bool):
-            corr = 1 if unbiased else 0
+            corr = 1.0 if unbiased else 0.0
         elif unbiased is not None and dim is not None and not isinstance(dim, bool):
-            corr = 1
+            corr = 1.0
         else:
-            corr = 1 if correction is None else int(correction)
+            corr = 1.0 if correction is None else float(correction)
         if isinstance(dim, bool):  # x.var(False): the unbiased flag passed positionally
-            dim, corr = None, int(dim)
+            dim, corr = None, float(dim)
         axes = dims_arg(dim)
         return cx.op(
             op, [input], axes=axes if axes else None, correction=corr, keepdim=bool(keepdim)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from cuvil_ref.errors import CaptureError
 from cuvil_ref.frontend.context import Converter, SymDim, dtype_to_torch, ir_dim, reshape_dims
 from cuvil_ref.frontend.functional import dim_of, dims_arg, rank, sizes_arg, static_dim
@@ -203,8 +205,19 @@ def _slice_to_symbol(cx: Converter, input: Value, axis: int, start: int, end: Sy
     return cx.op("narrow", [input], axis=axis, start=0, length=(end.name,))
 
 
-def narrow(cx: Converter, input: Value, dim: int, start: int, length: int) -> Value:
-    return slice_(cx, input, dim, start, int(start) + int(length))
+def narrow(cx: Converter, input: Value, dim: int, start: Any, length: int) -> Value:
+    """``narrow(x, dim, start, length)``; a tensor ``start`` (known only at run time) becomes
+    ``index_select(x, dim, arange(length) + start)``, with torch's wrap of a negative start;
+    a window past the end is an error at run time, as in torch."""
+    if not isinstance(start, Value):
+        return slice_(cx, input, dim, start, int(start) + int(length))
+    size = static_dim(input, int(dim), "narrow with a tensor start")
+    s = start if start.type.dtype.value == "i64" else cx.op("cast", [start], dtype="i64")
+    s = cx.op("reshape", [s], shape=(1,))
+    zero, n = cx.constant(np.zeros(1, np.int64)), cx.constant(np.full(1, size, np.int64))
+    s = cx.op("where", [cx.op("lt", [s, zero]), cx.op("add", [s, n]), s])
+    window = cx.op("add", [cx.constant(np.arange(int(length), dtype=np.int64), "arange"), s])
+    return cx.op("index_select", [input, window], axis=int(dim))
 
 
 def select(cx: Converter, input: Value, dim: int, index: int) -> Value:

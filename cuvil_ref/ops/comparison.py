@@ -77,8 +77,8 @@ def _isinf(x: np.ndarray) -> np.ndarray:
 
 for _name, _fn, _formula, _dtypes in [
     ("logical_not", _logical_not, "y = (x == 0)", ALL_DTYPES),
-    ("isnan", _isnan, "y = x is NaN", frozenset({DType.f32, DType.f16, DType.bf16})),
-    ("isinf", _isinf, "y = x is +inf or -inf", frozenset({DType.f32, DType.f16, DType.bf16})),
+    ("isnan", _isnan, "y = x is NaN (always false for integer and bool x)", ALL_DTYPES),
+    ("isinf", _isinf, "y = x is +inf or -inf (always false for integer and bool x)", ALL_DTYPES),
 ]:
     register(
         OpDef(

@@ -74,7 +74,27 @@ def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.power(a, b)
+    if a.dtype.kind not in "iu":
+        return np.power(a, b)
+    return _int_pow(*np.broadcast_arrays(a, b))
+
+
+def _int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer a ** b by repeated squaring in a's dtype (wrapping on overflow, as torch); a
+    negative exponent gives 1 for a = 1, +-1 for a = -1 (by parity) and 0 otherwise."""
+    result = np.ones_like(a)
+    base = a.copy()
+    e = np.where(b > 0, b, 0).astype(np.int64)
+    while np.any(e > 0):
+        odd = (e & 1) == 1
+        result = np.where(odd, result * base, result)
+        base = base * base
+        e >>= 1
+    if a.dtype.kind == "i":
+        negative = np.where((b % 2) == 0, 1, -1).astype(a.dtype)
+        special = np.where(a == 1, 1, np.where(a == -1, negative, 0)).astype(a.dtype)
+        result = np.where(b < 0, special, result)
+    return result
 
 
 UNARY: list[tuple[str, Callable[[np.ndarray], Any], str, frozenset[DType]]] = [
@@ -92,7 +112,13 @@ BINARY: list[tuple[str, Callable[[np.ndarray, np.ndarray], Any], str, frozenset[
     ("sub", np.subtract, "y = a - b", NUMERIC),
     ("mul", np.multiply, "y = a * b", NUMERIC),
     ("div", _div, "y = a / b (true division; x/0 = +-inf, 0/0 = NaN)", FLOAT_DTYPES),
-    ("pow", _pow, "y = a ^ b (IEEE pow: pow(x, 0) = 1 even for NaN)", FLOAT_DTYPES),
+    (
+        "pow",
+        _pow,
+        "y = a ^ b (floats: IEEE pow, pow(x, 0) = 1 even for NaN; integers: exact, wrapping on "
+        "overflow, and a negative exponent gives 1 for a = 1, +-1 for a = -1, else 0, as PyTorch)",
+        NUMERIC,
+    ),
     ("maximum", np.maximum, "y = max(a, b); NaN if either is NaN", NUMERIC),
     ("minimum", np.minimum, "y = min(a, b); NaN if either is NaN", NUMERIC),
 ]

@@ -102,7 +102,7 @@ def _mean(x: np.ndarray, *, axes: tuple[int, ...] | None, keepdim: bool) -> np.n
         return np.asarray(s / _count(x.shape, ax)).astype(x.dtype)
 
 
-def _variance(x: np.ndarray, ax: tuple[int, ...], correction: int, keepdim: bool) -> np.ndarray:
+def _variance(x: np.ndarray, ax: tuple[int, ...], correction: float, keepdim: bool) -> np.ndarray:
     n = _count(x.shape, ax)
     x64 = x.astype(np.float64)
     with np.errstate(all="ignore"):
@@ -112,7 +112,7 @@ def _variance(x: np.ndarray, ax: tuple[int, ...], correction: int, keepdim: bool
 
 
 def _var(
-    x: np.ndarray, *, axes: tuple[int, ...] | None, correction: int, keepdim: bool
+    x: np.ndarray, *, axes: tuple[int, ...] | None, correction: float, keepdim: bool
 ) -> np.ndarray:
     """y = sum((x - mean)^2) / max(0, N - correction)."""
     ax = reduce_axes(axes, x.ndim)
@@ -120,7 +120,7 @@ def _var(
 
 
 def _std(
-    x: np.ndarray, *, axes: tuple[int, ...] | None, correction: int, keepdim: bool
+    x: np.ndarray, *, axes: tuple[int, ...] | None, correction: float, keepdim: bool
 ) -> np.ndarray:
     """y = sqrt(var(x))."""
     ax = reduce_axes(axes, x.ndim)
@@ -138,7 +138,9 @@ def _extreme(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     return reference
 
 
-CORRECTION = Attr("correction", "int", 1, "subtracted from N in the divisor (1: unbiased)")
+CORRECTION = Attr(
+    "correction", "float", 1.0, "subtracted from N in the divisor (1: unbiased; may be fractional)"
+)
 
 # (name, reference, formula, dtypes, infer, extra attrs)
 REDUCTIONS: list[tuple[str, Callable[..., Any], str, frozenset[DType], Any, tuple[Attr, ...]]] = [

@@ -120,10 +120,22 @@ def test_integer_overflow_wraps_like_torch() -> None:
         assert_close(run_op(op, [a, b]), from_torch(BINARY[op](to_torch(a), to_torch(b))))
 
 
-@pytest.mark.parametrize("op", ["div", "pow"])
-def test_div_and_pow_reject_ints(op: str) -> None:
+def test_div_rejects_ints() -> None:
     with pytest.raises(ShapeError, match="i32"):
-        run_op(op, [np.ones(3, np.int32), np.ones(3, np.int32)])
+        run_op("div", [np.ones(3, np.int32), np.ones(3, np.int32)])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.int64])
+def test_integer_pow_matches_torch_with_wraparound(dtype: Any) -> None:
+    base = np.arange(-6, 7).astype(dtype) if dtype != np.uint8 else np.arange(13).astype(dtype)
+    a, b = np.meshgrid(base, np.arange(0, 13).astype(dtype))
+    assert_close(run_op("pow", [a, b]), from_torch(torch.pow(to_torch(a), to_torch(b))))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64])
+def test_integer_pow_negative_exponents_match_torch(dtype: Any) -> None:
+    a, b = np.meshgrid(np.arange(-3, 4).astype(dtype), np.arange(-4, 0).astype(dtype))
+    assert_close(run_op("pow", [a, b]), from_torch(torch.pow(to_torch(a), to_torch(b))))
 
 
 def test_bool_is_rejected_by_arithmetic() -> None:

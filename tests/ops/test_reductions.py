@@ -117,9 +117,9 @@ def test_half_types_match_torch(op: str, dtype: Any) -> None:
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
-@pytest.mark.parametrize("correction", [0, 1, 2, 5])
+@pytest.mark.parametrize("correction", [0, 1, 2, 5, 1.3, 0.5, -1.0])
 @pytest.mark.parametrize("op", ["var", "std"])
-def test_var_std_correction_matches_torch(op: str, correction: int) -> None:
+def test_var_std_correction_matches_torch(op: str, correction: float) -> None:
     fn = torch.var if op == "var" else torch.std
     for shape, axes in [((3, 4), (1,)), ((2, 3, 4), (0, 2)), ((4,), None), ((2, 1), (1,))]:
         x = sample(shape, seed=7)

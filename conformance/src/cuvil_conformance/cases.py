@@ -57,7 +57,7 @@ class InputSpec:
     halfway points ``(k + 1/2) * S``), ``lowvar:M`` (mean M, standard deviation M/300: variance
     by ``E[x^2] - E[x]^2`` in f32 loses most digits, a two-pass variance does not), ``large:M``
     (uniform in [-M, M]), ``grid:S`` (multiples of S in [-3, 3]: their products and sums are
-    exact in f32).
+    exact in f32), ``nonzero`` (normal, integer zeros replaced by 1: integer divisors).
     """
 
     shape: tuple[int, ...]
@@ -135,7 +135,10 @@ def _int_values(kind: str, arg: str, n: int, rng: np.random.Generator, dt: DType
     if kind == "neg" and info.min < 0:
         return rng.integers(info.min, 0, n)
     lo, hi = max(info.min, -50), min(int(info.max), 50)
-    return rng.integers(lo, hi + 1, n)
+    flat = rng.integers(lo, hi + 1, n)
+    if kind == "nonzero":
+        flat[flat == 0] = 1
+    return flat
 
 
 @dataclass(frozen=True)

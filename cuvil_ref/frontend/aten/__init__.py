@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cuvil_ref.frontend.aten import (
+    arithmetic,
     bags,
     control_flow,
     conv,
@@ -25,12 +26,30 @@ from cuvil_ref.frontend.aten import (
     norm,
     pad,
     pool,
+    reductions,
     resample,
+    shapes,
     strided,
+    unary_math,
 )
 
 CORE_TABLE: dict[str, Callable[..., Any]] = {}
-for _module in (core, high_level, conv, pool, pad, indexing, norm, resample, bags, strided):
+for _module in (
+    core,
+    high_level,
+    unary_math,
+    arithmetic,
+    reductions,
+    shapes,
+    conv,
+    pool,
+    pad,
+    indexing,
+    norm,
+    resample,
+    bags,
+    strided,
+):
     for _name, _conv in _module.TABLE.items():
         if _name in CORE_TABLE:
             raise RuntimeError(f"ATen op {_name} has two converters")

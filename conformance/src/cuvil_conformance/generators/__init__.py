@@ -25,6 +25,7 @@ Generator = Callable[[str, bool], Iterator[Case]]
 FAMILY_GENERATORS: dict[str, FamilyGenerator] = {
     "unary": elementwise.unary_cases,
     "binary": elementwise.binary_cases,
+    "divide": elementwise.division_cases,
     "reduce": reductions.reduce_cases,
     "reduce_var": reductions.reduce_cases,
     "reduce_arg": reductions.reduce_cases,

@@ -87,3 +87,27 @@ def binary_cases(opdef: OpDef, quick: bool) -> Iterator[Case]:
     for p in points:
         if p.shapes:
             yield point_case(opdef, p)
+
+
+def division_cases(opdef: OpDef, quick: bool) -> Iterator[Case]:
+    """The ``divide`` family (floor/trunc division, fmod, remainder): the binary cases, except
+    that integer divisors are never 0 (an error, as in PyTorch); float divisors include ±0, ±Inf
+    and NaN in the edge cases; integer limits (i8: ``-128 // -1`` wraps)."""
+    op = opdef.name
+    for dtype in dtypes_of(opdef, quick):
+        is_float = DType(dtype).is_float
+        divisor = _kind(opdef, dtype) if is_float else "nonzero"
+        for sa, sb in BINARY_SHAPES[:3] if quick else BINARY_SHAPES:
+            specs = [InputSpec(sa, dtype), InputSpec(sb, dtype, divisor)]
+            yield make_case(op, specs, tags=["broadcast"], rule="broadcast")
+        if is_float:
+            edge = [InputSpec(EDGE_SHAPE, dtype, "edge"), InputSpec(EDGE_SHAPE, dtype, "edge")]
+            yield make_case(op, edge, label="edge", rule="edge")
+            nan = [InputSpec((6, 7), dtype, "nan_one:3:0"), InputSpec((6, 7), dtype, "nan_one:3:1")]
+            yield make_case(op, nan, label="nan_one", rule="nan_one_operand")
+        else:
+            limits = [InputSpec((6, 6), dtype, "full"), InputSpec((6, 6), dtype, "nonzero")]
+            yield make_case(op, limits, label="limits", rule="edge")
+    for p in select(opdef, quick):
+        if p.shapes:
+            yield point_case(opdef, p)

@@ -74,6 +74,8 @@ def accumulation_length(opdef: OpDef, shapes: Sequence[tuple[int, ...]], attrs: 
         if not x:
             return 1
         return math.prod(x) if not axes else math.prod(x[a] for a in axes)
+    if fam == "scan":  # the last element of a running sum adds the whole axis
+        return x[attrs["axis"]] if x else 1
     if fam == "softmax":
         return x[attrs.get("axis", -1)] if x else 1
     if fam == "layer_norm":

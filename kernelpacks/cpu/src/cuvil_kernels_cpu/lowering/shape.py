@@ -29,10 +29,11 @@ def lower_view(node: Node, cx: LowerContext) -> None:
 def lower_permute(node: Node, cx: LowerContext) -> None:
     x = node.inputs[0]
     if node.op == "transpose":
-        rank = max(1, x.type.rank)
-        perm = list(range(rank))
-        d0, d1 = node.attrs["dim0"] % rank, node.attrs["dim1"] % rank
-        perm[d0], perm[d1] = perm[d1], perm[d0]
+        rank = x.type.rank
+        perm = list(range(rank))  # a scalar's transpose is the empty permutation
+        if rank:
+            d0, d1 = node.attrs["dim0"] % rank, node.attrs["dim1"] % rank
+            perm[d0], perm[d1] = perm[d1], perm[d0]
     else:
         perm = [p % max(1, x.type.rank) for p in node.attrs["perm"]]
     if cx.bufs[x.name].nhwc and tuple(perm) == TO_NHWC:
