@@ -265,10 +265,20 @@ def getitem(cx: Converter, obj: Any, index: Any) -> Any:
 
 
 def index_select(cx: Converter, input: Value, dim: int, index: Value) -> Value:
+    if input.type.rank == 0:  # torch treats a 0-d tensor as one element along dim 0 (or -1)
+        flat = cx.op("reshape", [input], shape=(1,))
+        picks = cx.op("reshape", [index], shape=(-1,))
+        one = cx.op("index_select", [flat, picks], axis=0)
+        return cx.op("reshape", [one], shape=())
     return cx.op("index_select", [input, index], axis=int(dim))
 
 
 def gather(cx: Converter, input: Value, dim: int, index: Value, sparse_grad: bool = False) -> Value:
+    if input.type.rank == 0:  # one element along dim 0; the result has index's shape
+        flat = cx.op("reshape", [input], shape=(1,))
+        picks = cx.op("reshape", [index], shape=(-1,))
+        got = cx.op("gather", [flat, picks], axis=0)
+        return cx.op("reshape", [got], shape=tuple(index.type.shape))
     return cx.op("gather", [input, index], axis=int(dim))
 
 

@@ -100,9 +100,12 @@ def _var_std(op: str) -> Conv:
 
 
 def cumsum(cx: Converter, x: Value, dim: int, *, dtype: Any = None) -> Value:
-    if dtype is not None:
-        x = as_dtype(cx, x, dtype_from_torch(dtype))
-    return cx.op("cumsum", [x], axis=int(dim))
+    """With ``dtype`` torch casts first and accumulates in that dtype: an integer one wraps at
+    its width, which the IR's i64 sums cast back to it give exactly."""
+    if dtype is None:
+        return cx.op("cumsum", [x], axis=int(dim))
+    want = dtype_from_torch(dtype)
+    return as_dtype(cx, cx.op("cumsum", [as_dtype(cx, x, want)], axis=int(dim)), want)
 
 
 def sort(

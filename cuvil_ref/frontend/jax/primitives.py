@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from cuvil_ref.errors import CaptureError
+from cuvil_ref.frontend.jax.math_prims import TABLE as MATH_TABLE
 from cuvil_ref.frontend.jax.walker import JaxConverter
 from cuvil_ref.ir.graph import Value
 
@@ -187,16 +188,6 @@ def _arg(op: str) -> Conv:
         out = cx.op(op, [x], axis=int(axis), keepdim=False)
         want = _dtype(index_dtype)
         return out if out.type.dtype == want else cx.op("cast", [out], dtype=want.value)
-
-    return convert
-
-
-def cumulative(op: str) -> Conv:
-    def convert(cx: JaxConverter, x: Value, axis: int, reverse: bool = False) -> Value:
-        if reverse:
-            x = cx.op("flip", [x], axes=(int(axis),))
-        y = cx.op(op, [x], axis=int(axis))
-        return cx.op("flip", [y], axes=(int(axis),)) if reverse else y
 
     return convert
 
@@ -400,7 +391,6 @@ TABLE: dict[str, Conv] = {
             "asinh": "asinh",
             "acosh": "acosh",
             "atanh": "atanh",
-            "is_finite": "isfinite",
         }.items()
     },
     **{
@@ -409,7 +399,6 @@ TABLE: dict[str, Conv] = {
             "add": "add",
             "sub": "sub",
             "mul": "mul",
-            "div": "div",
             "max": "maximum",
             "min": "minimum",
             "pow": "pow",
@@ -447,11 +436,8 @@ TABLE: dict[str, Conv] = {
     "reduce_max": _reduce("amax"),
     "reduce_min": _reduce("amin"),
     "reduce_prod": _reduce("prod"),
-    "reduce_or": _reduce("any"),
-    "reduce_and": _reduce("all"),
     "argmax": _arg("argmax"),
     "argmin": _arg("argmin"),
-    "cumsum": cumulative("cumsum"),
     "iota": iota,
     "dot_general": dot_general,
     "conv_general_dilated": conv_general_dilated,
@@ -461,6 +447,7 @@ TABLE: dict[str, Conv] = {
     "copy": identity,
     "copy_p": identity,
     "optimization_barrier": lambda cx, *xs, **p: list(xs),
+    **MATH_TABLE,
 }
 
 

@@ -79,3 +79,10 @@ def test_writes() -> None:
 def test_data_dependent_shapes_are_refused_with_the_op_named(fn, match: str) -> None:  # noqa: ANN001
     with pytest.raises(CuvilError, match=match):
         compile_and_compare(fn, torch.randn(3, 4))
+
+
+def test_index_select_and_gather_of_a_0d_tensor() -> None:
+    x = torch.tensor(3.5)
+    compile_and_compare(lambda x: torch.index_select(x, 0, torch.tensor([0])), x)
+    compile_and_compare(lambda x: torch.gather(x, 0, torch.tensor([0, 0])), x)
+    compile_and_compare(lambda x: torch.gather(x, 0, torch.tensor(0)), x)

@@ -79,3 +79,10 @@ def test_fractional_correction_under_fx_capture_too(std: bool) -> None:
     cm = cuvil.torch.compile(_Var(std).eval(), example_inputs=(X,), capture="fx", cache=False)
     op = torch.std if std else torch.var
     torch.testing.assert_close(cm(X), op(X, dim=1, correction=1.3))
+
+
+def test_cumsum_with_a_dtype_accumulates_and_wraps_in_it() -> None:
+    x = torch.randint(-100, 100, (3, 40), dtype=torch.int64)
+    matches_eager(lambda a: torch.cumsum(a, 1, dtype=torch.int8), x)
+    matches_eager(lambda a: torch.cumsum(a, 0, dtype=torch.int32), x)
+    matches_eager(lambda a: torch.cumsum(a, 1, dtype=torch.float64), x)

@@ -51,6 +51,16 @@ MUST_PASS = [
     "test_linear_attention_gated_delta_gqa",
     "test_training_dropout_zero_ratio_mask",
     "test_range_int32_type_negative_delta",
+    "test_mod_mixed_sign_int32",
+    "test_mod_mixed_sign_float32",
+    "test_div_int8",
+    "test_quantizelinear_e4m3fn",
+    "test_maxpool_with_argmax_2d_precomputed_strides",
+    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True",
+    "test_convtranspose_3d",
+    "test_scatternd_max",
+    "test_gridsample_bicubic_align_corners_1_additional_1",
+    "test_bitshift_right_uint64",
 ]
 
 
@@ -71,8 +81,8 @@ def test_claimed_ops_pass_their_node_tests(results) -> None:
     """Every case of a claimed op counts, whatever the reason it fails (docs/onnx-coverage.md
     lists them)."""
     passed = [r for r in results if r.status == "passed"]
-    assert len(supported_ops()) >= 150
-    assert len(passed) / len(results) >= 0.95
+    assert len(supported_ops()) >= 150  # issue 12's targets
+    assert len(passed) / len(results) >= 0.98
 
 
 @pytest.mark.parametrize("name", MUST_PASS)
