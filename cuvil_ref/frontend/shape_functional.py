@@ -99,6 +99,8 @@ def t(cx: Converter, input: Value) -> Value:
 
 
 def squeeze(cx: Converter, input: Value, dim: Any = None) -> Value:
+    if rank(input) == 0:  # torch: squeezing a 0-d tensor (dim 0 or -1) returns it
+        return input
     axes = dims_arg(dim)
     if axes is None:
         axes = tuple(i for i, d in enumerate(input.type.shape) if d == 1)
@@ -140,6 +142,8 @@ def repeat_interleave_unsupported(*args: Any, **kwargs: Any) -> Value:
 
 def cat(cx: Converter, tensors: Any, dim: int = 0) -> Value:
     values = [v for v in tensors if not (isinstance(v, Value) and v.type.shape == (0,))]
+    if not values and tensors:  # only legacy empty 1-d tensors: torch returns an empty one
+        return tensors[0]
     if len(values) == 1:
         return values[0]
     return cx.op("concat", values, axis=int(dim))
@@ -279,6 +283,13 @@ def gather(cx: Converter, input: Value, dim: int, index: Value, sparse_grad: boo
         picks = cx.op("reshape", [index], shape=(-1,))
         got = cx.op("gather", [flat, picks], axis=0)
         return cx.op("reshape", [got], shape=tuple(index.type.shape))
+    static = all(isinstance(d, int) for d in index.type.shape)
+    if static and 0 in index.type.shape and index.type.rank != input.type.rank:
+        # torch accepts an empty index of any rank: the result is empty, of the index's shape
+        empty = np.zeros(tuple(int(d) for d in index.type.shape), dtype=input.type.dtype.numpy)
+        return cx.constant(empty, "gather")
+    if index.type.dtype.value not in ("i32", "i64"):  # torch also takes narrow integer indices
+        index = cx.op("cast", [index], dtype="i64")
     return cx.op("gather", [input, index], axis=int(dim))
 
 

@@ -79,8 +79,12 @@ def report() -> dict[str, Any]:
 
 
 def reset() -> None:
-    """Forget the records (``torch._dynamo.reset()`` forgets Dynamo's side)."""
+    """Forget the records and Dynamo's graph-break counters (``torch._dynamo.reset()`` forgets
+    Dynamo's compiled code; it keeps the counters)."""
+    from torch._dynamo.utils import counters
+
     _RECORDS.clear()
+    counters["graph_break"].clear()
 
 
 def _options(options: dict[str, Any] | None) -> dict[str, Any]:
@@ -196,6 +200,7 @@ def cuvil_backend(
     record = GraphRecord(len(_RECORDS), sum(1 for n in gm.graph.nodes if n.op != "placeholder"))
     record.target = str(opts.get("target", "ref"))
     _RECORDS.append(record)
+    analysis: Any
     try:
         analysis = analyze(gm, example_inputs)
     except CuvilError as exc:
@@ -226,8 +231,8 @@ class _LazyGraph:
                     raise
                 from cuvil_ref.torch.dynamo_partition import partitioned
 
-                plan = None if isinstance(self.analysis, CuvilError) else self.analysis[0]
-                self.fn = partitioned(self.gm, args, self.opts, self.record, exc, plan)
+                known = None if isinstance(self.analysis, CuvilError) else self.analysis[0]
+                self.fn = partitioned(self.gm, args, self.opts, self.record, exc, known)
         return self.fn(*args)
 
 

@@ -58,7 +58,8 @@ class _SingleNode(torch.nn.Module):
         kwargs = fx.node.map_arg(self.node.kwargs, lambda n: env[n])
         if self.node.op == "call_method":
             return getattr(args[0], str(self.node.target))(*args[1:], **kwargs)
-        return self.node.target(*args, **kwargs)
+        target: Any = self.node.target  # a call_function node: the callable itself
+        return target(*args, **kwargs)
 
 
 class CuvilSupport(OperatorSupportBase):
@@ -178,6 +179,7 @@ def partitioned(
         if node.op != "call_module" or not str(node.target).startswith("fused_"):
             continue
         sub = fused.get_submodule(str(node.target))
+        assert isinstance(sub, fx.GraphModule)  # the fuser makes every fused_ part one
         runner = _compile_part(sub, node, opts, record, real, roles)
         if runner is None:
             continue

@@ -53,15 +53,44 @@ def _factory_dtype(dtype: Any, fill: Any) -> Any:
     return torch.get_default_dtype()
 
 
+def _np_full(shape: Sequence[int], fill: Any, dtype: Any) -> np.ndarray:
+    """``np.full`` with torch's conversion of the fill: an integer outside a narrow integer type
+    wraps (``full_like(u8, -9)`` is 247), as torch's scalar conversion does."""
+    try:
+        return np.full(shape, fill, dtype=dtype)
+    except OverflowError:
+        return np.full(shape, fill, dtype=np.int64).astype(dtype)
+
+
+def fill(cx: Converter, x: Value, value: Any) -> Value:
+    """``aten.fill.Scalar`` / ``fill.Tensor``: ``x``'s shape and dtype, every element ``value``
+    (a 0-d tensor value is cast and broadcast at run time)."""
+    if not isinstance(value, Value):
+        return full_like(cx, x, value)
+    if value.type.dtype != x.type.dtype:
+        value = cx.op("cast", [value], dtype=x.type.dtype.value)
+    if value.type.rank:
+        value = cx.op("reshape", [value], shape=())
+    return (
+        cx.op(
+            "expand",
+            [cx.op("reshape", [value], shape=(1,) * x.type.rank)],
+            shape=tuple(x.type.shape),
+        )
+        if x.type.rank
+        else value
+    )
+
+
 def full(cx: Converter, size: Sequence[Any], fill_value: Any, **kwargs: Any) -> Value:
     """A constant of static ``size``; a size holding an input's symbolic dim (``batch``) becomes
     a one-element constant expanded to the run-time shape."""
     dtype = dtype_from_torch(_factory_dtype(kwargs.get("dtype"), fill_value))
     if all(not isinstance(d, SymDim) for d in size):
         dims = [int(d) for d in size]
-        return cx.constant(np.full(dims, fill_value, dtype=dtype.numpy), "full")
+        return cx.constant(_np_full(dims, fill_value, dtype.numpy), "full")
     shape = tuple(ir_dim(d) for d in size)
-    one = cx.constant(np.full((1,) * len(shape), fill_value, dtype=dtype.numpy), "full")
+    one = cx.constant(_np_full((1,) * len(shape), fill_value, dtype.numpy), "full")
     return cx.op("expand", [one], shape=shape)
 
 
@@ -71,8 +100,8 @@ def full_like(cx: Converter, x: Value, fill_value: Any, **kwargs: Any) -> Value:
     dtype = dtype_from_torch(kwargs["dtype"]) if kwargs.get("dtype") is not None else x.type.dtype
     shape = x.type.shape
     if all(isinstance(d, int) for d in shape):
-        return cx.constant(np.full(shape, fill_value, dtype=dtype.numpy), "full_like")
-    one = cx.constant(np.full((1,) * len(shape), fill_value, dtype=dtype.numpy), "full_like")
+        return cx.constant(_np_full(shape, fill_value, dtype.numpy), "full_like")
+    one = cx.constant(_np_full((1,) * len(shape), fill_value, dtype.numpy), "full_like")
     return cx.op("expand", [one], shape=tuple(shape))
 
 
@@ -153,6 +182,7 @@ TABLE: dict[str, Conv] = {
     "aten::full": full,
     "aten::arange": arange,
     "aten::full_like": full_like,
+    "aten::fill": fill,
     "aten::scalar_tensor": scalar_tensor,
     "aten::empty": empty,
     "aten::native_dropout": native_dropout,

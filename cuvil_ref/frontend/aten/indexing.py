@@ -115,6 +115,13 @@ def _src(cx: Converter, like: Value, index: Value, src: Any) -> Value:
     return cx.op("expand", [one], shape=tuple(index.type.shape)) if rank(index) else one
 
 
+def _bool_reduce(x: Value, reduce: str) -> str:
+    """On bool tensors torch's accumulating scatters are logical: sum is or, prod is and."""
+    if x.type.dtype.value != "bool":
+        return reduce
+    return {"sum": "amax", "prod": "amin"}.get(reduce, reduce)
+
+
 def scatter(
     cx: Converter, x: Value, dim: int, index: Value, src: Any, reduce: str | None = None
 ) -> Value:
@@ -123,12 +130,16 @@ def scatter(
     if reduce not in table:
         raise CaptureError(f"scatter with reduce={reduce!r} is not supported (use add/multiply)")
     return cx.op(
-        "scatter", [x, index, _src(cx, x, index, src)], axis=int(dim), reduce=table[reduce]
+        "scatter",
+        [x, index, _src(cx, x, index, src)],
+        axis=int(dim),
+        reduce=_bool_reduce(x, table[reduce]),
     )
 
 
 def scatter_add(cx: Converter, x: Value, dim: int, index: Value, src: Value) -> Value:
-    return cx.op("scatter", [x, index, _src(cx, x, index, src)], axis=int(dim), reduce="sum")
+    reduce = _bool_reduce(x, "sum")
+    return cx.op("scatter", [x, index, _src(cx, x, index, src)], axis=int(dim), reduce=reduce)
 
 
 def scatter_reduce(
@@ -146,7 +157,7 @@ def scatter_reduce(
         "scatter",
         [x, index, _src(cx, x, index, src)],
         axis=int(dim),
-        reduce=reduce,
+        reduce=_bool_reduce(x, reduce),
         include_self=bool(include_self),
     )
 
@@ -171,6 +182,15 @@ def slice_scatter(
     )
 
 
+def select_scatter(cx: Converter, x: Value, src: Value, dim: int, index: int) -> Value:
+    """``x`` with ``src`` written at ``index`` along ``dim``: a one-wide slice_scatter."""
+    axis = int(dim) % max(rank(x), 1)
+    size = x.type.shape[axis]
+    start = int(index) + size if int(index) < 0 and isinstance(size, int) else int(index)
+    wide = cx.op("unsqueeze", [src], axis=axis)
+    return slice_scatter(cx, x, wide, axis, start, start + 1, 1)
+
+
 def nonzero(cx: Converter, x: Value) -> Value:
     const = _constant(cx, x)
     if const is None:
@@ -190,5 +210,6 @@ TABLE: dict[str, Conv] = {
     "aten::scatter_add": scatter_add,
     "aten::scatter_reduce": scatter_reduce,
     "aten::slice_scatter": slice_scatter,
+    "aten::select_scatter": select_scatter,
     "aten::nonzero": nonzero,
 }

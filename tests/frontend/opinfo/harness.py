@@ -11,7 +11,10 @@ default capture and called on the same tensors. Outcomes:
 * ``refused`` -- a ``CuvilError`` (allowed: the message must name the op);
 * ``wrong``   -- a result that differs from torch (never allowed);
 * ``crash``   -- any other exception escaping from Cuvil (never allowed);
-* ``skip``    -- the sample is not a tensor function (torch itself raises, or returns no tensor).
+* ``skip``    -- the sample is not a tensor function (torch itself raises, or returns no tensor),
+  or torch's result is undefined behaviour: a dtype conversion of a float outside the integer
+  type's range (PyTorch documents it as undefined; Cuvil's ``cast`` saturates), or it is random
+  (training-mode dropout, which Cuvil refuses).
 """
 
 from __future__ import annotations
@@ -208,6 +211,10 @@ def run_sample(opinfo: Any, sample: Any, values: bool = True) -> Outcome:
         return Outcome("skip", f"torch raises {type(exc).__name__}")
     if not [x for x in pytree.tree_leaves(expected) if isinstance(x, torch.Tensor)]:
         return Outcome("skip", "returns no tensor")
+    if opinfo.name in RANDOM_IN_TRAINING and sample.kwargs.get("training", True):
+        return Outcome("skip", "random in torch (training-mode dropout)")
+    if opinfo.name in CONVERSIONS and _out_of_range_conversion(tensors, expected):
+        return Outcome("skip", "float outside the integer range: undefined behaviour in torch")
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(SAMPLE_TIMEOUT_S)
     try:
@@ -233,6 +240,28 @@ def run_sample(opinfo: Any, sample: Any, values: bool = True) -> Outcome:
     else:
         why = _same(actual, expected, values)
     return Outcome("wrong", why, ops) if why else Outcome("pass", "", ops)
+
+
+#: OpInfos whose training-mode samples draw random numbers (nothing to compare with).
+RANDOM_IN_TRAINING = frozenset({"nn.functional.dropout", "nn.functional.alpha_dropout"})
+
+#: OpInfos that convert dtypes: float -> int outside the int's range is undefined in torch.
+CONVERSIONS = frozenset({"byte", "char", "short", "int", "long", "to", "_to_copy", "type_as"})
+
+
+def _out_of_range_conversion(tensors: list[torch.Tensor], expected: Any) -> bool:
+    outs = [x for x in pytree.tree_leaves(expected) if isinstance(x, torch.Tensor)]
+    ints = [x.dtype for x in outs if not x.dtype.is_floating_point and x.dtype != torch.bool]
+    floats = [x for x in tensors if x.dtype.is_floating_point and x.numel()]
+    if not ints or not floats:
+        return False
+    info = torch.iinfo(ints[0])
+    for x in floats:
+        x = x.double()
+        low, high = float(info.min) - 1.0, float(info.max) + 1.0
+        if bool((~torch.isfinite(x) | (x <= low) | (x >= high)).any()):
+            return True
+    return False
 
 
 #: OpInfos whose outputs are unspecified (``empty``): only dtype and shape are compared.

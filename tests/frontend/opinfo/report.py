@@ -27,7 +27,11 @@ def measure(
 ) -> dict[str, dict[str, Any]]:
     db = opinfo_db()
     results: dict[str, dict[str, Any]] = {}
-    for core in ops or core_aten_ops():
+    from rich.console import Console
+    from rich.progress import track
+
+    todo = list(ops or core_aten_ops())  # progress on stderr; the report goes to stdout
+    for core in track(todo, description="OpInfo samples", console=Console(stderr=True)):
         entry: dict[str, Any] = {"opinfos": [], "outcomes": [], "ir_ops": {}, "reason": ""}
         results[core] = entry
         if core in EXCLUDED:
@@ -77,7 +81,8 @@ def _converter(core: str) -> str:
 def write_markdown(
     results: dict[str, dict[str, Any]], path: str | None, seconds: float, limit: int | None
 ) -> str:
-    measured = {k: v for k, v in results.items() if v["status"] != "excluded"}
+    unmeasured = [k for k, v in results.items() if v["status"] == "no-opinfo"]
+    measured = {k: v for k, v in results.items() if v["status"] not in ("excluded", "no-opinfo")}
     passing = [k for k, v in measured.items() if v["status"] == "pass"]
     totals = Counter()
     for v in measured.values():
@@ -88,7 +93,14 @@ def write_markdown(
         f"{PASS_FRACTION:.0%} of their OpInfo samples ({len(passing) / max(len(measured), 1):.1%})"
         f"; samples: {totals['pass']} pass, {totals['refused']} refused with a CuvilError, "
         f"{totals['wrong']} wrong, {totals['crash']} non-Cuvil errors, of {applicable} applicable"
-        f" ({totals['skip']} skipped: torch raises or returns no tensor)"
+        f" ({totals['skip']} skipped: torch raises, returns no tensor, or its result is undefined"
+        " or random)"
+        + (
+            f"; {len(unmeasured)} more have no OpInfo samples ({', '.join(unmeasured)}) and are "
+            "covered by Cuvil's own tests"
+            if unmeasured
+            else ""
+        )
     )
     if path is None:
         return summary
