@@ -60,6 +60,8 @@ def permute(x: Any, perm: Sequence[int]) -> Any:
     t = common.strided(x, "permute")
     nd = len(t.shape)
     perm = [p % nd for p in perm] if nd else []
+    if not perm:  # a 0-d tensor's permute (); the pack may hold it as one element
+        perm = list(range(nd))
     if sorted(perm) != list(range(nd)):
         raise ValueError(f"permute: {tuple(perm)} is not a permutation of {nd} axes")
     shape = [t.shape[p] for p in perm]
