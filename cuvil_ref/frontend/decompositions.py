@@ -33,6 +33,9 @@ PRESERVED: tuple[str, ...] = (
     "aten::mish",
     "aten::relu6",
     "aten::softplus",
+    # a global average pool stays one pool (torch's table lowers it to mean, which the int8
+    # packs do not claim: the npu would leave ResNet's head on the host)
+    "aten::adaptive_avg_pool2d",
     # Core ATen ops that torch's table would still lower to arange/abs/index chains: Cuvil
     # converts each into one constant-index gather per padded dim (frontend/aten/pad.py).
     "aten::reflection_pad1d",
