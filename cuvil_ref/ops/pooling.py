@@ -109,8 +109,12 @@ def _padded_taps(
 def _max_pool2d(x: np.ndarray, **attrs: object) -> np.ndarray:
     taps, _, _ = _padded_taps(x, _lowest(x.dtype), "max_pool2d", attrs)
     out = taps[0].copy()
+    floating = np.issubdtype(out.dtype, np.floating)
     for t in taps[1:]:
-        np.maximum(out, t, out=out)  # NaN wins, as in PyTorch
+        # PyTorch's rule: a later tap replaces the maximum only if greater, or NaN (NaN wins);
+        # so a tie keeps the first tap (0.0 then -0.0 gives 0.0, where np.maximum gives -0.0).
+        take = (t > out) | np.isnan(t) if floating else t > out
+        out = np.where(take, t, out)
     return out
 
 
