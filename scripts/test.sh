@@ -42,10 +42,13 @@ run "cuvil-kernels-example" cuvil_ref/plugin/example_pack/tests -q
 if [ "$QUICK" = 0 ]; then
     echo "=== conformance graph fuzzer, bounded (ref, torch twins, npu-v3, cuda simulator)"
     FUZZ="$PY -m cuvil_conformance.cli fuzz --seed 1 --save-dir ${TMPDIR:-/tmp}/cuvil-fuzz-failures"
-    $FUZZ --target ref --seconds 60 || status=1
-    $FUZZ --target ref --mode torch --seconds 30 || status=1
-    $FUZZ --target npu-v3 --seconds 60 || status=1
-    NUMBA_ENABLE_CUDASIM=1 $FUZZ --target cuda --seconds 120 --batch 10 || status=1
+    # Bounded by time and by graph count: with a fixed seed the same graphs on any machine
+    # (longer exploratory campaigns run outside CI; see docs/conformance.md).
+    $FUZZ --target ref --seconds 60 --max-graphs 5000 || status=1
+    $FUZZ --target ref --mode torch --seconds 30 --max-graphs 3900 || status=1
+    $FUZZ --target npu-v3 --seconds 60 --max-graphs 1500 || status=1
+    NUMBA_ENABLE_CUDASIM=1 $FUZZ --target cuda --seconds 120 --batch 10 --max-graphs 170 \
+        || status=1
     echo "=== hip/cuda kernel compile check (nvcc sm_80/sm_90, hipcc gfx90a/gfx942)"
     MISSING=(--allow-missing)
     if [ "${CUVIL_REQUIRE_COMPILERS:-0}" = 1 ]; then MISSING=(); fi

@@ -305,11 +305,16 @@ def _pad_infer(types: tuple[TensorType, ...], attrs: FrozenDict) -> tuple[Tensor
 
 def _pad(x: np.ndarray, *, pads: tuple[int, ...], value: float) -> np.ndarray:
     pairs = _pad_pairs(x.ndim, pads)
-    crop = tuple(slice(max(-lo, 0), x.shape[i] - max(-hi, 0)) for i, (lo, hi) in enumerate(pairs))
-    kept = x[crop]
+    # grow first, then crop the negative pads from the grown array (torch's order: pads of
+    # (1, -1) on an empty dim give an empty dim, not one element)
     grow = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
     fill = np.array(value).astype(x.dtype)
-    return np.pad(kept, grow, mode="constant", constant_values=fill)
+    grown = np.pad(x, grow, mode="constant", constant_values=fill)
+    crop = tuple(
+        slice(max(-lo, 0), max(grown.shape[i] - max(-hi, 0), max(-lo, 0)))
+        for i, (lo, hi) in enumerate(pairs)
+    )
+    return grown[crop]
 
 
 def _permute(x: np.ndarray, *, perm: tuple[int, ...]) -> np.ndarray:

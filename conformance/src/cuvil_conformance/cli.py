@@ -145,7 +145,21 @@ def run(
     help="where shrunk failures are written as regression cases",
 )
 @click.option("--batch", type=int, default=25, show_default=True, help="examples per round")
-def fuzz(target: str, seconds: float, seed: int, mode: str, save_dir: str, batch: int) -> None:
+@click.option(
+    "--max-graphs",
+    type=int,
+    default=None,
+    help="stop after this many graphs too (with --seed: the same graphs on any machine)",
+)
+def fuzz(
+    target: str,
+    seconds: float,
+    seed: int,
+    mode: str,
+    save_dir: str,
+    batch: int,
+    max_graphs: int | None,
+) -> None:
     """Differential graph fuzzing of TARGET (random well-typed graphs of registry ops).
 
     Exit status: 0 when no failure was found; 1 when some were (each shrunk and saved under
@@ -183,7 +197,14 @@ def fuzz(target: str, seconds: float, seed: int, mode: str, save_dir: str, batch
             progress.update(task, completed=min(r.seconds, seconds), info=info)
 
         report = run_fuzz(
-            spec.name, seconds, seed, mode, save_dir, batch=batch, on_progress=on_progress
+            spec.name,
+            seconds,
+            seed,
+            mode,
+            save_dir,
+            batch=batch,
+            on_progress=on_progress,
+            max_examples=max_graphs,
         )
     out = Console()
     out.print(
