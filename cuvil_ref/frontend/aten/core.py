@@ -69,17 +69,10 @@ def fill(cx: Converter, x: Value, value: Any) -> Value:
         return full_like(cx, x, value)
     if value.type.dtype != x.type.dtype:
         value = cx.op("cast", [value], dtype=x.type.dtype.value)
-    if value.type.rank:
-        value = cx.op("reshape", [value], shape=())
-    return (
-        cx.op(
-            "expand",
-            [cx.op("reshape", [value], shape=(1,) * x.type.rank)],
-            shape=tuple(x.type.shape),
-        )
-        if x.type.rank
-        else value
-    )
+    if not x.type.rank:
+        return cx.op("reshape", [value], shape=())
+    one = cx.op("reshape", [value], shape=(1,) * x.type.rank)
+    return cx.op("expand", [one], shape=tuple(x.type.shape))
 
 
 def full(cx: Converter, size: Sequence[Any], fill_value: Any, **kwargs: Any) -> Value:

@@ -38,22 +38,16 @@ def diff(
     return x
 
 
-def _new(fill: Any) -> Callable[..., Value]:
-    def convert(cx: Converter, x: Value, size: Sequence[Any], **kwargs: Any) -> Value:
-        if kwargs.get("dtype") is None:
-            kwargs["dtype"] = dtype_to_torch(x.type.dtype)
-        return full(cx, size, fill, **kwargs)
-
-    return convert
-
-
 def new_full(cx: Converter, x: Value, size: Sequence[Any], fill_value: Any, **kwargs: Any) -> Value:
-    return _new(fill_value)(cx, x, size, **kwargs)
+    """``x.new_full(size, fill)`` (and ``new_ones``/``new_zeros``): ``x``'s dtype by default."""
+    if kwargs.get("dtype") is None:
+        kwargs["dtype"] = dtype_to_torch(x.type.dtype)
+    return full(cx, size, fill_value, **kwargs)
 
 
 TABLE: dict[str, Callable[..., Any]] = {
     "aten::diff": diff,
-    "aten::new_ones": _new(1),
-    "aten::new_zeros": _new(0),
+    "aten::new_ones": lambda cx, x, size, **kw: new_full(cx, x, size, 1, **kw),
+    "aten::new_zeros": lambda cx, x, size, **kw: new_full(cx, x, size, 0, **kw),
     "aten::new_full": new_full,
 }
