@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # Install Cuvil's seven distributions (six and the example pack) (editable) and the test tools into the current Python.
 # torch is pinned: `pip install torch==2.13.0` takes the CPU build; an unpinned torch would pull a
-# multi-GB CUDA build. As root on Debian, also installs hipcc for the kernel compile check
+# multi-GB CUDA build. As root on Debian, also installs hipcc (kernel compile check) and prometheus
 # (`bash scripts/test.sh` prints SKIP for the HIP archs where it is missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PIP="${PYTHON:-python3} -m pip"
-if ! command -v hipcc >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        (apt-get update -qq && apt-get install -y -qq hipcc >/dev/null) \
-            || echo "note: could not install hipcc; the HIP compile checks will be skipped"
-    else
-        echo "note: hipcc is not installed (apt-get install hipcc); HIP compile checks skip"
+# Debian packages: hipcc (HIP compile checks) and prometheus (a real server evaluates the
+# Grafana dashboard's queries in tests/serve).
+for pkg in hipcc prometheus; do
+    if ! command -v "$pkg" >/dev/null 2>&1; then
+        if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+            (apt-get update -qq && apt-get install -y -qq "$pkg" >/dev/null) \
+                || echo "note: could not install $pkg; the tests that need it will be skipped"
+        else
+            echo "note: $pkg is not installed (apt-get install $pkg); the tests that need it skip"
+        fi
     fi
-fi
+done
 $PIP install --quiet --disable-pip-version-check "torch==2.13.0"
 $PIP install --quiet --disable-pip-version-check \
     -e ".[torch,test,sign,serve,serve-test,ray,jax,onnx,onnx-test]" \
