@@ -108,9 +108,15 @@ def cuvil_program(model: Any, args: tuple[Any, ...], threads: int, **kw: Any) ->
 
 
 def interleaved(
-    fns: dict[str, Callable[[], Any]], rounds: int, warmup: int = 2
+    fns: dict[str, Callable[[], Any]], rounds: int, warmup: int = 2, block: int = 4
 ) -> dict[str, float]:
-    """Median seconds of each callable, timed in alternating order."""
+    """Median seconds of each callable, timed in alternating blocks.
+
+    Each round runs every callable ``block + 1`` times in a row (the order flips every round)
+    and drops the first run of each block: ONNX Runtime's pool threads spin for a while after a
+    run, and a run started right after the other side's would find a core taken by that spin
+    (seen here: Cuvil's ResNet-18 at 19.9 ms right after an ORT run, 11.5 ms after its own).
+    """
     for fn in fns.values():
         for _ in range(warmup):
             fn()
@@ -118,9 +124,11 @@ def interleaved(
     names = list(fns)
     for r in range(rounds):
         for name in names if r % 2 == 0 else reversed(names):
-            t0 = time.perf_counter()
-            fns[name]()
-            times[name].append(time.perf_counter() - t0)
+            fns[name]()  # settles the other side's threads; not timed
+            for _ in range(block):
+                t0 = time.perf_counter()
+                fns[name]()
+                times[name].append(time.perf_counter() - t0)
     return {k: statistics.median(v) for k, v in times.items()}
 
 
