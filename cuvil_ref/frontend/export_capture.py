@@ -31,6 +31,7 @@ from cuvil_ref.frontend.context import Converter, dtype_from_torch
 from cuvil_ref.frontend.decompositions import NO_OPS, decomposition_table, needs_decomposition
 from cuvil_ref.frontend.errors import Location, exception_source, located, unsupported
 from cuvil_ref.frontend.op_table import ATEN_TABLE, FUNCTION_TABLE, supported_names
+from cuvil_ref.frontend.shared_weights import SharedWeights
 from cuvil_ref.frontend.source_lines import user_frame
 from cuvil_ref.ir.graph import Value
 from cuvil_ref.ir.types import TensorType
@@ -150,10 +151,11 @@ def convert_program(
     ep: ExportedProgram,
     input_types: Sequence[TensorType],
     names: Sequence[str] | None = None,
+    shared: SharedWeights | None = None,
 ) -> tuple[Converter, list[Value], Any]:
     """Convert an ExportedProgram; returns the converter, the input values and the outputs as
-    (leaves, torch TreeSpec)."""
-    cx = Converter()
+    (leaves, torch TreeSpec). ``shared``: see ``Converter.shared``."""
+    cx = Converter(shared=shared)
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs if hasattr(s.arg, "name")}
     scope = ExportScope(cx, ep.graph_module)
     inputs: list[Value] = []
@@ -386,5 +388,7 @@ def capture_export(
     input_types: Sequence[TensorType],
     dynamic: Sequence[Mapping[int, str]],
     names: Sequence[str] | None = None,
+    shared: SharedWeights | None = None,
 ) -> tuple[Converter, list[Value], Any]:
-    return convert_program(export(model, example, dynamic, kwargs, names), input_types, names)
+    ep = export(model, example, dynamic, kwargs, names)
+    return convert_program(ep, input_types, names, shared)
