@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -93,10 +93,38 @@ def export(
 
 
 @functools.lru_cache(maxsize=1)
-def _core_names() -> frozenset[str]:
-    from cuvil_ref.frontend.aten.coverage import core_aten_ops
+def _core_names() -> Container[str]:
+    return _CoreAten()
 
-    return frozenset(core_aten_ops())
+
+class _CoreAten:
+    """Whether an op name (``aten::cos``) is in the Core ATen opset, decided per name on first
+    use: the same answer as ``coverage.core_aten_ops()``, without listing the whole opset (which
+    costs about 0.1 s; a graph holds a few dozen distinct ops)."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, bool] = {}
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        if name not in self._known:
+            self._known[name] = _is_core(name)
+        return self._known[name]
+
+
+def _is_core(name: str) -> bool:
+    namespace, _, base = name.partition("::")
+    if namespace != "aten" or not base:
+        return False
+    packet = getattr(torch.ops.aten, base, None)
+    if packet is None:
+        return False
+    for overload in packet.overloads():
+        op = getattr(packet, overload, None)
+        if op is not None and torch.Tag.core in op.tags:
+            return True
+    return False
 
 
 def _positional_shapes(model: torch.nn.Module, shapes: list[Any]) -> tuple[Any, ...]:
