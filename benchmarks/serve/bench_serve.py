@@ -252,7 +252,12 @@ def main() -> int:
     ap.add_argument("--out", default="bench-serve", help="folder for JSON, Markdown, CSVs")
     ap.add_argument("--seconds", type=float, default=20, help="each comparison load run")
     ap.add_argument("--soak", type=float, default=60, help="the sustained load run")
-    ap.add_argument("--users", type=int, default=8, help="locust users for the comparisons")
+    ap.add_argument("--users", type=int, default=8, help="locust users, tiny-model comparison")
+    ap.add_argument(
+        "--batch-users", type=int, default=32,
+        help="locust users, batch-1 vs dynamic batching on the MLP 2048 (a closed loop of N "
+        "users never offers a batch larger than N)",
+    )  # fmt: skip
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -264,7 +269,10 @@ def main() -> int:
     models = compile_models()
     rng = np.random.default_rng(0)
     tiny_x = rng.standard_normal((1, 784)).astype(np.float32)
-    res: dict[str, Any] = {"machine": f"{__import__('os').cpu_count()} cores, shared, under load"}
+    load1 = __import__("os").getloadavg()[0]
+    res: dict[str, Any] = {
+        "machine": f"{__import__('os').cpu_count()} cores, load average {load1:.2f} at the start"
+    }
 
     # 1. overhead over cm(x) and 4. the batcher's own cost (tiny model, one sequential client)
     n = 400
@@ -328,9 +336,9 @@ def main() -> int:
     for label, cfg in configs.items():
         s = serve(make_repo(work, "wide", models["wide"], **cfg))
         try:
-            runs[label] = load(s, "wide", (1, 2048), args.users, args.seconds, out)
+            runs[label] = load(s, "wide", (1, 2048), args.batch_users, args.seconds, out)
             if label in ("batch1_1inst", "dynamic_1inst"):
-                runs[label]["profile"] = profile(s, "wide", (1, 2048), args.users, out)
+                runs[label]["profile"] = profile(s, "wide", (1, 2048), args.batch_users, out)
         finally:
             s.stop()
         print(label, runs[label], flush=True)
@@ -406,8 +414,8 @@ def markdown(r: dict[str, Any]) -> str:
     w = r["batching_wide"]
     lines += [
         "",
-        "| MLP 2048 under locust | req/s | P50 ms | P99 ms | failures | mean batch | server CPU "
-        "(cores) | instance busy | compute ms/batch |",
+        f"| MLP 2048 under locust ({w['batch1_1inst']['users']} users) | req/s | P50 ms | "
+        "P99 ms | failures | mean batch | server CPU (cores) | instance busy | compute ms/batch |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for k in ("batch1_1inst", "batch1_2inst", "dynamic_1inst"):
@@ -431,7 +439,8 @@ def markdown(r: dict[str, Any]) -> str:
     t = r["batching_tiny"]
     lines += [
         "",
-        "| brief's MLP under locust | req/s | P50 ms | P99 ms | failures | mean batch |",
+        f"| brief's MLP under locust ({next(iter(r['batching_tiny'].values()))['users']} users) "
+        "| req/s | P50 ms | P99 ms | failures | mean batch |",
         "|---|---|---|---|---|---|",
     ]
     for k, x in t.items():
