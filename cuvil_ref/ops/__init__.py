@@ -19,6 +19,7 @@ from cuvil_ref.ops import (  # noqa: F401  (imported to register their ops)
     factories,
     fused,
     indexing,
+    join_crop,
     linalg,
     normalization,
     pool_nd,
