@@ -18,6 +18,7 @@ from cuvil_ref.ops import (  # noqa: F401  (imported to register their ops)
     elementwise,
     factories,
     fused,
+    fused_elementwise,
     indexing,
     join_crop,
     linalg,
