@@ -8,8 +8,8 @@ Measures, on loopback, each against its comparison in the same run:
    sequential client, HTTP binary and gRPC, batching window 0);
 2. the brief's section 3.3 table: request batch size -> average latency and throughput (an MLP
    of width 2048, one sequential client, so the batch is exactly the request);
-3. dynamic batching on a GEMM-bound model (MLP width 2048) under the same locust load:
-   batch-1 serving (``max_batch_size`` 0) vs dynamic batching -- throughput and P99;
+3. dynamic batching on GEMM-bound models (MLPs of width 2048 and 4096) under the same locust
+   load: batch-1 serving (``max_batch_size`` 0) vs dynamic batching -- throughput and P99;
 4. the batcher's own cost on a tiny model (the brief's MLP): one sequential client, batching
    off vs on (window 0), per request;
 5. 1 vs 2 instances (execution contexts) on the width-2048 MLP, batch-1 serving;
@@ -75,6 +75,9 @@ def compile_models() -> dict[str, Any]:
         ),
         "wide": cuvil.torch.compile(
             wide_mlp(), example_inputs=(torch.randn(1, 2048),), dynamic_batch=True
+        ),
+        "wider": cuvil.torch.compile(
+            wide_mlp(4096), example_inputs=(torch.randn(1, 4096),), dynamic_batch=True
         ),
     }
     return out
@@ -259,6 +262,38 @@ def prometheus_p99(server: Any, work: Path, client_p99_s: float, run) -> dict[st
     }
 
 
+def batching(
+    work: Path, out: Path, cm: Any, width: int, args: Any, instances: bool
+) -> dict[str, Any]:
+    """Batch-1 serving vs dynamic batching (and 1 vs 2 instances) of an MLP under locust."""
+    configs = {
+        "batch1_1inst": {"max_batch_size": 0, "dynamic_batching": {"max_queue_size": 256}},
+        "batch1_2inst": {"max_batch_size": 0, "instance_count": 2,
+                         "dynamic_batching": {"max_queue_size": 256}},
+        "dynamic_1inst": {"max_batch_size": 16,
+                          "dynamic_batching": {"max_queue_delay_us": 2000, "max_queue_size": 256}},
+    }  # fmt: skip
+    if not instances:
+        del configs["batch1_2inst"]
+    runs: dict[str, Any] = {"width": width}
+    for label, cfg in configs.items():
+        s = serve(make_repo(work, "wide", cm, **cfg))
+        try:
+            runs[label] = load(s, "wide", (1, width), args.batch_users, args.seconds, out)
+            if instances and label in ("batch1_1inst", "dynamic_1inst"):
+                runs[label]["profile"] = profile(s, "wide", (1, width), args.batch_users, out)
+        finally:
+            s.stop()
+        print(f"width {width}", label, runs[label], flush=True)
+    b1, dyn = runs["batch1_1inst"], runs["dynamic_1inst"]
+    runs["speedup_dynamic_vs_batch1"] = round(dyn["rps"] / max(b1["rps"], 1e-9), 2)
+    runs["p99_dynamic_le_batch1"] = dyn["p99_ms"] <= b1["p99_ms"]
+    if instances:
+        two = runs["batch1_2inst"]["rps"]
+        runs["speedup_2inst_vs_1inst"] = round(two / max(b1["rps"], 1e-9), 2)
+    return runs
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--out", default="bench-serve", help="folder for JSON, Markdown, CSVs")
@@ -337,28 +372,8 @@ def main() -> int:
     print("table", table, flush=True)
 
     # 3. dynamic batching vs batch-1 serving, and 5. instances, under the same load
-    configs = {
-        "batch1_1inst": {"max_batch_size": 0, "dynamic_batching": {"max_queue_size": 256}},
-        "batch1_2inst": {"max_batch_size": 0, "instance_count": 2,
-                         "dynamic_batching": {"max_queue_size": 256}},
-        "dynamic_1inst": {"max_batch_size": 16,
-                          "dynamic_batching": {"max_queue_delay_us": 2000, "max_queue_size": 256}},
-    }  # fmt: skip
-    runs = {}
-    for label, cfg in configs.items():
-        s = serve(make_repo(work, "wide", models["wide"], **cfg))
-        try:
-            runs[label] = load(s, "wide", (1, 2048), args.batch_users, args.seconds, out)
-            if label in ("batch1_1inst", "dynamic_1inst"):
-                runs[label]["profile"] = profile(s, "wide", (1, 2048), args.batch_users, out)
-        finally:
-            s.stop()
-        print(label, runs[label], flush=True)
-    b1, dyn = runs["batch1_1inst"], runs["dynamic_1inst"]
-    runs["speedup_dynamic_vs_batch1"] = round(dyn["rps"] / max(b1["rps"], 1e-9), 2)
-    runs["p99_dynamic_le_batch1"] = dyn["p99_ms"] <= b1["p99_ms"]
-    runs["speedup_2inst_vs_1inst"] = round(runs["batch1_2inst"]["rps"] / max(b1["rps"], 1e-9), 2)
-    res["batching_wide"] = runs
+    res["batching_wide"] = batching(work, out, models["wide"], 2048, args, instances=True)
+    res["batching_wider"] = batching(work, out, models["wider"], 4096, args, instances=False)
 
     # tiny model under load: batching on vs off (what batching costs where it cannot pay)
     tiny_runs = {}
@@ -426,26 +441,35 @@ def markdown(r: dict[str, Any]) -> str:
             f"| {t['batch']} | {t['served_avg_ms']} | {t['served_rows_per_s']} | "
             f"{t['direct_avg_ms']} | {t['direct_rows_per_s']} |"
         )
+    for key in ("batching_wide", "batching_wider"):
+        w = r[key]
+        lines += [
+            "",
+            f"| MLP {w['width']} under locust ({w['batch1_1inst']['users']} users) | req/s | "
+            "P50 ms | P99 ms | failures | mean batch | server CPU (cores) | instance busy | "
+            "compute ms/batch |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for k in ("batch1_1inst", "batch1_2inst", "dynamic_1inst"):
+            if k not in w:
+                continue
+            x = w[k]
+            lines.append(
+                f"| {k} | {x['rps']:.1f} | {x['p50_ms']} | {x['p99_ms']} | {x['failures']} | "
+                f"{x['mean_batch']} | {x['server_cpu_cores']} | {x['instance_busy']} | "
+                f"{x['compute_ms_per_batch']} |"
+            )
+        lines += [
+            "",
+            f"MLP {w['width']}: dynamic batching vs batch-1 {w['speedup_dynamic_vs_batch1']}x "
+            f"throughput, P99 {'not higher' if w['p99_dynamic_le_batch1'] else 'HIGHER'}"
+            + (
+                f"; 2 instances vs 1: {w['speedup_2inst_vs_1inst']}x."
+                if "speedup_2inst_vs_1inst" in w
+                else "."
+            ),
+        ]
     w = r["batching_wide"]
-    lines += [
-        "",
-        f"| MLP 2048 under locust ({w['batch1_1inst']['users']} users) | req/s | P50 ms | "
-        "P99 ms | failures | mean batch | server CPU (cores) | instance busy | compute ms/batch |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for k in ("batch1_1inst", "batch1_2inst", "dynamic_1inst"):
-        x = w[k]
-        lines.append(
-            f"| {k} | {x['rps']:.1f} | {x['p50_ms']} | {x['p99_ms']} | {x['failures']} | "
-            f"{x['mean_batch']} | {x['server_cpu_cores']} | {x['instance_busy']} | "
-            f"{x['compute_ms_per_batch']} |"
-        )
-    lines += [
-        "",
-        f"Dynamic batching vs batch-1: {w['speedup_dynamic_vs_batch1']}x throughput, P99 "
-        f"{'not higher' if w['p99_dynamic_le_batch1'] else 'HIGHER'}; 2 instances vs 1: "
-        f"{w['speedup_2inst_vs_1inst']}x.",
-    ]
     for k in ("batch1_1inst", "dynamic_1inst"):
         p = w[k].get("profile")
         if p:
