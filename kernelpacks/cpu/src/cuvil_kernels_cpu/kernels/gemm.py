@@ -105,10 +105,13 @@ def plan_items(m: int, k: int, npanels: int, threads: int, elem: int = 4,
 @kernel
 def pad_nhwc(x, out, pt, pl, work):  # type: ignore[no-untyped-def]
     """out = x zero-padded by ``pt`` rows on top and ``pl`` columns on the left (and up to out's
-    size at the bottom and right), NHWC; rows (n, y) of out are the items."""
+    size at the bottom and right), NHWC; rows (n, y) of out are the items. A row is three flat
+    runs (left zeros, the input row, right zeros), so the copies vectorize for any C."""
     n, hp, wp, c = out.shape
     h, w = x.shape[1], x.shape[2]
     n_items = n * hp
+    left = min(pl, wp) * c
+    inner = max(0, min(w, wp - pl)) * c
     while True:
         item = grab(work)
         if item >= n_items:
@@ -116,14 +119,19 @@ def pad_nhwc(x, out, pt, pl, work):  # type: ignore[no-untyped-def]
         b = item // hp
         y = item % hp
         iy = y - pt
-        for xx in range(wp):
-            ix = xx - pl
-            if 0 <= iy < h and 0 <= ix < w:
-                for ch in range(c):
-                    out[b, y, xx, ch] = x[b, iy, ix, ch]
-            else:
-                for ch in range(c):
-                    out[b, y, xx, ch] = 0.0
+        row = out[b, y].reshape(wp * c)
+        if 0 <= iy < h:
+            src = x[b, iy].reshape(w * c)
+            for i in range(left):
+                row[i] = 0.0
+            dst = row[left : left + inner]
+            for i in range(inner):
+                dst[i] = src[i]
+            for i in range(left + inner, wp * c):
+                row[i] = 0.0
+        else:
+            for i in range(wp * c):
+                row[i] = 0.0
 
 
 @kernel
