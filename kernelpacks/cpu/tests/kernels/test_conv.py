@@ -16,6 +16,7 @@ GEOMETRIES = [
     (1, 3, 11, 11, 5, 3, 2, 1, 1, 1),  # strided im2col, O below one panel
     (2, 16, 9, 7, 70, 3, 1, 1, 1, 1),  # 3x3 s1: Winograd candidate; O spans two panels
     (1, 16, 9, 7, 70, 1, 1, 0, 1, 1),  # 1x1: GEMM on the input rows
+    (1, 16, 6, 8, 24, 1, 1, 0, 1, 1),  # 1x1, O = 24: masked stores, every row tile full
     (1, 8, 9, 9, 12, 3, 1, (1, 2, 0, 1), 2, 2),  # grouped, dilated, asymmetric padding
     (1, 12, 10, 10, 12, 3, 2, 1, 1, 12),  # depthwise, strided (channels not a multiple of 16)
     (2, 48, 9, 11, 48, 3, 1, 1, 1, 48),  # depthwise on the register tile, row tails

@@ -12,8 +12,9 @@ activation and residual are applied by the micro-kernel before it stores the til
 activations (gelu, silu, hardswish, sigmoid) run over the tile right after, while it is in L1.
 So each output element is written once, with its epilogue, in the same pass.
 
-Tiles cut by the edge of the output (the last rows, or ``O`` not a multiple of ``NR``) are
-computed into a small buffer and copied with the same epilogue.
+A panel narrower than the tile (``O`` not a multiple of 16) is stored in place with masked
+moves; tiles cut by the last rows of the output are computed into a small buffer and copied
+with the same epilogue.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ from cuvil_kernels_cpu.kernels.microkernel import (
     tile_f32_2,
     tile_f32_3,
     tile_f32_4,
+    tile_f32_masked_1,
+    tile_f32_masked_2,
+    tile_f32_masked_3,
+    tile_f32_masked_4,
 )
 
 #: res_mode values
@@ -213,6 +218,20 @@ def tile_nv(nv, a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init):
 
 
 @serial_kernel
+def tile_nv_masked(nv, a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, tail):  # type: ignore[no-untyped-def]  # noqa: E501
+    """:func:`tile_nv` storing (and reading the residual of) only ``tail`` lanes of the last
+    column vector."""
+    if nv >= 4:
+        tile_f32_masked_4(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, tail)
+    elif nv == 3:
+        tile_f32_masked_3(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, tail)
+    elif nv == 2:
+        tile_f32_masked_2(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, tail)
+    else:
+        tile_f32_masked_1(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, tail)
+
+
+@serial_kernel
 def _finish_tile(out2, row0, nrows, col0, ncols, res2, act, res_mode):  # type: ignore[no-untyped-def]
     """The non-clamp activation (and a residual added after it) over a stored tile."""
     mathf.activate_block(out2, row0, nrows, col0, ncols, res2, act, res_mode == RES_AFTER)
@@ -295,11 +314,15 @@ def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg
                         for c in range(k):
                             abuf[i, c] = x2[row0 + i, c] if i < nrows else 0.0
                     a_tile = abuf.ctypes.data
-                if nrows == MR and ncols == nv * 16:
+                if nrows == MR:
                     c_addr = out_addr + (row0 * o + col0) * 4
                     r_addr = res_addr + (row0 * o + col0) * 4 if res_mode != RES_NONE else bias_addr
-                    tile_nv(nv, a_tile, k, b_addr, NR, k, c_addr, o, bias_addr, r_addr, o,
-                            klo, khi, kflags, 0)  # fmt: skip
+                    if ncols == nv * 16:
+                        tile_nv(nv, a_tile, k, b_addr, NR, k, c_addr, o, bias_addr, r_addr, o,
+                                klo, khi, kflags, 0)  # fmt: skip
+                    else:
+                        tile_nv_masked(nv, a_tile, k, b_addr, NR, k, c_addr, o, bias_addr, r_addr,
+                                       o, klo, khi, kflags, ncols - (nv - 1) * 16)  # fmt: skip
                     if post:
                         _finish_tile(out2, row0, MR, col0, ncols, res2, act, res_mode)
                 else:
