@@ -109,3 +109,33 @@ def test_layout_kernels_and_pad_are_exact_copies() -> None:
     want = np.zeros((2, 8, 11, 3), np.float32)
     want[:, 1:6, 2:9] = nhwc
     np.testing.assert_array_equal(padded, want)
+    fused = np.full((2, 8, 11, 3), np.nan, np.float32)
+    layout.pad_from_nchw(x, fused, 1, 2, np.zeros(1, np.int64))
+    np.testing.assert_array_equal(fused, want)
+
+
+def test_a_network_input_is_transposed_straight_into_the_stem_padding(
+    rng: np.random.Generator,
+) -> None:
+    """permute (NCHW -> NHWC) then a padded direct conv: one fused layout+pad step."""
+    from cuvil_kernels_cpu.executable import CpuExecutable
+
+    from cuvil_ref.interpreter import interpret
+    from cuvil_ref.passes import plan_memory
+
+    x = rng.standard_normal((1, 3, 20, 20)).astype(np.float32)
+    b = GraphBuilder()
+    xv = b.input("x", TensorType(x.shape, DType.f32))
+    t = b.op("permute", [xv], {"perm": (0, 2, 3, 1)})
+    wt = rng.standard_normal((8, 3, 7, 7)).astype(np.float32)
+    attrs = dict(stride=(2, 2), padding=(3, 3, 3, 3), dilation=(1, 1), groups=1,
+                 activation="relu", has_residual=False, order="residual_then_activation",
+                 data_layout="NHWC")  # fmt: skip
+    bias = rng.standard_normal(8).astype(np.float32)
+    y = b.op("fused_conv2d", [t, b.constant("w", wt), b.constant("b", bias)], attrs)
+    graph = b.build([y])
+    exe = CpuExecutable(graph, {"threads": 2, "conv_algorithm": "direct"}, plan_memory(graph))
+    got = exe.run([x])[0]
+    assert exe.metrics()["algorithms"] == {"pad": 1, "direct": 1}
+    want = interpret(graph, [x])[0]
+    assert np.abs(got - want).max() <= reduction_bound(3 * 49, want)

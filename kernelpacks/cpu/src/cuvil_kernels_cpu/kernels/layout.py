@@ -47,3 +47,36 @@ def nhwc_to_nchw(x, out, work):  # type: ignore[no-untyped-def]
             dst = out[b, ch, y]
             for i in range(w):
                 dst[i] = row[i * c + ch]
+
+
+@kernel
+def pad_from_nchw(x, out, pt, pl, work):  # type: ignore[no-untyped-def]
+    """out = the NCHW ``x`` stored NHWC and zero-padded by ``pt`` rows on top and ``pl`` columns
+    on the left (up to out's size at the bottom and right): the layout step and the padding of
+    a direct convolution's input in one pass (:func:`nchw_to_nhwc` then
+    :func:`cuvil_kernels_cpu.kernels.gemm.pad_nhwc`). Rows (n, y) of out are the items."""
+    n, c, h, w = x.shape
+    hp, wp = out.shape[1], out.shape[2]
+    n_items = n * hp
+    left = min(pl, wp)
+    inner = max(0, min(w, wp - pl))
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
+        b = item // hp
+        y = item % hp
+        iy = y - pt
+        row = out[b, y].reshape(wp * c)
+        if 0 <= iy < h:
+            for i in range(left * c):
+                row[i] = 0.0
+            for ch in range(c):
+                src = x[b, ch, iy]
+                for i in range(inner):
+                    row[(left + i) * c + ch] = src[i]
+            for i in range((left + inner) * c, wp * c):
+                row[i] = 0.0
+        else:
+            for i in range(wp * c):
+                row[i] = 0.0
