@@ -8,13 +8,15 @@ Measures, on loopback, each against its comparison in the same run:
    sequential client, HTTP binary and gRPC, batching window 0);
 2. the brief's section 3.3 table: request batch size -> average latency and throughput (an MLP
    of width 2048, one sequential client, so the batch is exactly the request);
-3. dynamic batching on a GEMM-bound model (MLP width 2048) under the same locust load:
-   batch-1 serving (``max_batch_size`` 0) vs dynamic batching -- throughput and P99;
+3. dynamic batching on GEMM-bound models (MLPs of width 2048 and 4096) under the same locust
+   load: batch-1 serving (``max_batch_size`` 0) vs dynamic batching -- throughput and P99;
 4. the batcher's own cost on a tiny model (the brief's MLP): one sequential client, batching
    off vs on (window 0), per request;
 5. 1 vs 2 instances (execution contexts) on the width-2048 MLP, batch-1 serving;
 6. a 60 s locust load at the highest rate the machine sustains (the users level with the best
-   throughput in a short sweep): failed requests, client P99 and -- when Debian's
+   throughput in a short closed-loop sweep, each user paced so that together they offer 80 % of
+   that rate: a saturated closed loop on these 2 cores times the load generator's own wait for
+   a core): failed requests, client P99 and -- when Debian's
    ``prometheus`` is installed -- the P99 a real Prometheus computes from the server's histogram;
 7. where the limit is: server CPU per core, instance busy fraction and compute share during the
    batch-1 and batched runs, plus a py-spy profile of the server when py-spy is installed.
@@ -43,6 +45,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+#: Share of the sweep's best closed-loop rate that the 60 s soak offers (paced users).
+SOAK_SHARE = 0.8
+
 NAMES = {"inputs": [{"name": "INPUT0"}], "outputs": [{"name": "OUTPUT0"}]}
 
 
@@ -70,6 +75,9 @@ def compile_models() -> dict[str, Any]:
         ),
         "wide": cuvil.torch.compile(
             wide_mlp(), example_inputs=(torch.randn(1, 2048),), dynamic_batch=True
+        ),
+        "wider": cuvil.torch.compile(
+            wide_mlp(4096), example_inputs=(torch.randn(1, 4096),), dynamic_batch=True
         ),
     }
     return out
@@ -150,15 +158,22 @@ def serve(repo: Path, *args: str):
 
 
 def load(
-    server: Any, model: str, shape: tuple[int, ...], users: int, seconds: float, out: Path
+    server: Any,
+    model: str,
+    shape: tuple[int, ...],
+    users: int,
+    seconds: float,
+    out: Path,
+    rate: float = 0.0,
 ) -> dict[str, Any]:
     from cuvil_ref.serve.loadgen import run_locust
 
     before = scrape(server.metrics)
     t0 = time.monotonic()
     stats = run_locust(
-        server.http, users=users, seconds=seconds, out_dir=out, model=model, shape=shape
-    )
+        server.http, users=users, seconds=seconds, out_dir=out, model=model, shape=shape,
+        rate=rate,
+    )  # fmt: skip
     wall = time.monotonic() - t0
     after = scrape(server.metrics)
     d = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
@@ -247,12 +262,49 @@ def prometheus_p99(server: Any, work: Path, client_p99_s: float, run) -> dict[st
     }
 
 
+def batching(
+    work: Path, out: Path, cm: Any, width: int, args: Any, instances: bool
+) -> dict[str, Any]:
+    """Batch-1 serving vs dynamic batching (and 1 vs 2 instances) of an MLP under locust."""
+    configs = {
+        "batch1_1inst": {"max_batch_size": 0, "dynamic_batching": {"max_queue_size": 256}},
+        "batch1_2inst": {"max_batch_size": 0, "instance_count": 2,
+                         "dynamic_batching": {"max_queue_size": 256}},
+        "dynamic_1inst": {"max_batch_size": 16,
+                          "dynamic_batching": {"max_queue_delay_us": 2000, "max_queue_size": 256}},
+    }  # fmt: skip
+    if not instances:
+        del configs["batch1_2inst"]
+    runs: dict[str, Any] = {"width": width}
+    for label, cfg in configs.items():
+        s = serve(make_repo(work, "wide", cm, **cfg))
+        try:
+            runs[label] = load(s, "wide", (1, width), args.batch_users, args.seconds, out)
+            if instances and label in ("batch1_1inst", "dynamic_1inst"):
+                runs[label]["profile"] = profile(s, "wide", (1, width), args.batch_users, out)
+        finally:
+            s.stop()
+        print(f"width {width}", label, runs[label], flush=True)
+    b1, dyn = runs["batch1_1inst"], runs["dynamic_1inst"]
+    runs["speedup_dynamic_vs_batch1"] = round(dyn["rps"] / max(b1["rps"], 1e-9), 2)
+    runs["p99_dynamic_le_batch1"] = dyn["p99_ms"] <= b1["p99_ms"]
+    if instances:
+        two = runs["batch1_2inst"]["rps"]
+        runs["speedup_2inst_vs_1inst"] = round(two / max(b1["rps"], 1e-9), 2)
+    return runs
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--out", default="bench-serve", help="folder for JSON, Markdown, CSVs")
     ap.add_argument("--seconds", type=float, default=20, help="each comparison load run")
     ap.add_argument("--soak", type=float, default=60, help="the sustained load run")
-    ap.add_argument("--users", type=int, default=8, help="locust users for the comparisons")
+    ap.add_argument("--users", type=int, default=8, help="locust users, tiny-model comparison")
+    ap.add_argument(
+        "--batch-users", type=int, default=32,
+        help="locust users, batch-1 vs dynamic batching on the MLP 2048 (a closed loop of N "
+        "users never offers a batch larger than N)",
+    )  # fmt: skip
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -264,7 +316,10 @@ def main() -> int:
     models = compile_models()
     rng = np.random.default_rng(0)
     tiny_x = rng.standard_normal((1, 784)).astype(np.float32)
-    res: dict[str, Any] = {"machine": f"{__import__('os').cpu_count()} cores, shared, under load"}
+    load1 = __import__("os").getloadavg()[0]
+    res: dict[str, Any] = {
+        "machine": f"{__import__('os').cpu_count()} cores, load average {load1:.2f} at the start"
+    }
 
     # 1. overhead over cm(x) and 4. the batcher's own cost (tiny model, one sequential client)
     n = 400
@@ -317,28 +372,8 @@ def main() -> int:
     print("table", table, flush=True)
 
     # 3. dynamic batching vs batch-1 serving, and 5. instances, under the same load
-    configs = {
-        "batch1_1inst": {"max_batch_size": 0, "dynamic_batching": {"max_queue_size": 256}},
-        "batch1_2inst": {"max_batch_size": 0, "instance_count": 2,
-                         "dynamic_batching": {"max_queue_size": 256}},
-        "dynamic_1inst": {"max_batch_size": 16,
-                          "dynamic_batching": {"max_queue_delay_us": 2000, "max_queue_size": 256}},
-    }  # fmt: skip
-    runs = {}
-    for label, cfg in configs.items():
-        s = serve(make_repo(work, "wide", models["wide"], **cfg))
-        try:
-            runs[label] = load(s, "wide", (1, 2048), args.users, args.seconds, out)
-            if label in ("batch1_1inst", "dynamic_1inst"):
-                runs[label]["profile"] = profile(s, "wide", (1, 2048), args.users, out)
-        finally:
-            s.stop()
-        print(label, runs[label], flush=True)
-    b1, dyn = runs["batch1_1inst"], runs["dynamic_1inst"]
-    runs["speedup_dynamic_vs_batch1"] = round(dyn["rps"] / max(b1["rps"], 1e-9), 2)
-    runs["p99_dynamic_le_batch1"] = dyn["p99_ms"] <= b1["p99_ms"]
-    runs["speedup_2inst_vs_1inst"] = round(runs["batch1_2inst"]["rps"] / max(b1["rps"], 1e-9), 2)
-    res["batching_wide"] = runs
+    res["batching_wide"] = batching(work, out, models["wide"], 2048, args, instances=True)
+    res["batching_wider"] = batching(work, out, models["wider"], 4096, args, instances=False)
 
     # tiny model under load: batching on vs off (what batching costs where it cannot pay)
     tiny_runs = {}
@@ -362,9 +397,12 @@ def main() -> int:
     try:
         sweep = {u: load(s, "tiny", (1, 784), u, 6, out)["rps"] for u in (1, 2, 4, 8, 16)}
         best = max(sweep, key=sweep.get)
+        # The soak offers SOAK_SHARE of the best closed-loop rate, paced: at saturation the
+        # load generator, on the same two cores, measures its own wait for a core as latency.
+        per_user = SOAK_SHARE * sweep[best] / best
 
         def soak():
-            return load(s, "tiny", (1, 784), best, args.soak, out)
+            return load(s, "tiny", (1, 784), best, args.soak, out, rate=per_user)
 
         soaked = prometheus_p99(s, work, 0.0, soak) or soak()
         soaked["sweep_rps"] = sweep
@@ -403,26 +441,35 @@ def markdown(r: dict[str, Any]) -> str:
             f"| {t['batch']} | {t['served_avg_ms']} | {t['served_rows_per_s']} | "
             f"{t['direct_avg_ms']} | {t['direct_rows_per_s']} |"
         )
+    for key in ("batching_wide", "batching_wider"):
+        w = r[key]
+        lines += [
+            "",
+            f"| MLP {w['width']} under locust ({w['batch1_1inst']['users']} users) | req/s | "
+            "P50 ms | P99 ms | failures | mean batch | server CPU (cores) | instance busy | "
+            "compute ms/batch |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for k in ("batch1_1inst", "batch1_2inst", "dynamic_1inst"):
+            if k not in w:
+                continue
+            x = w[k]
+            lines.append(
+                f"| {k} | {x['rps']:.1f} | {x['p50_ms']} | {x['p99_ms']} | {x['failures']} | "
+                f"{x['mean_batch']} | {x['server_cpu_cores']} | {x['instance_busy']} | "
+                f"{x['compute_ms_per_batch']} |"
+            )
+        lines += [
+            "",
+            f"MLP {w['width']}: dynamic batching vs batch-1 {w['speedup_dynamic_vs_batch1']}x "
+            f"throughput, P99 {'not higher' if w['p99_dynamic_le_batch1'] else 'HIGHER'}"
+            + (
+                f"; 2 instances vs 1: {w['speedup_2inst_vs_1inst']}x."
+                if "speedup_2inst_vs_1inst" in w
+                else "."
+            ),
+        ]
     w = r["batching_wide"]
-    lines += [
-        "",
-        "| MLP 2048 under locust | req/s | P50 ms | P99 ms | failures | mean batch | server CPU "
-        "(cores) | instance busy | compute ms/batch |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for k in ("batch1_1inst", "batch1_2inst", "dynamic_1inst"):
-        x = w[k]
-        lines.append(
-            f"| {k} | {x['rps']:.1f} | {x['p50_ms']} | {x['p99_ms']} | {x['failures']} | "
-            f"{x['mean_batch']} | {x['server_cpu_cores']} | {x['instance_busy']} | "
-            f"{x['compute_ms_per_batch']} |"
-        )
-    lines += [
-        "",
-        f"Dynamic batching vs batch-1: {w['speedup_dynamic_vs_batch1']}x throughput, P99 "
-        f"{'not higher' if w['p99_dynamic_le_batch1'] else 'HIGHER'}; 2 instances vs 1: "
-        f"{w['speedup_2inst_vs_1inst']}x.",
-    ]
     for k in ("batch1_1inst", "dynamic_1inst"):
         p = w[k].get("profile")
         if p:
@@ -431,7 +478,8 @@ def markdown(r: dict[str, Any]) -> str:
     t = r["batching_tiny"]
     lines += [
         "",
-        "| brief's MLP under locust | req/s | P50 ms | P99 ms | failures | mean batch |",
+        f"| brief's MLP under locust ({next(iter(r['batching_tiny'].values()))['users']} users) "
+        "| req/s | P50 ms | P99 ms | failures | mean batch |",
         "|---|---|---|---|---|---|",
     ]
     for k, x in t.items():
@@ -442,7 +490,9 @@ def markdown(r: dict[str, Any]) -> str:
     s = r["soak_tiny"]
     lines += [
         "",
-        f"Soak: {s['seconds']:.0f} s at {s['users']} users (best of sweep {s['sweep_rps']}): "
+        f"Soak: {s['seconds']:.0f} s, {s['users']} users (the best level of the closed-loop "
+        f"sweep {s['sweep_rps']}) paced at {s['rate_per_user']:.1f} req/s each "
+        f"({SOAK_SHARE:.0%} of that level's rate): "
         f"{s['requests']} requests, {s['failures']} failed, {s['rps']:.1f} req/s, client P99 "
         f"{s['p99_ms']} ms"
         + (

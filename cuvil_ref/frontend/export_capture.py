@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -124,7 +125,11 @@ def _positional_shapes(model: torch.nn.Module, shapes: list[Any]) -> tuple[Any, 
 def decompose(ep: ExportedProgram, what: str = "the program") -> ExportedProgram:
     """Lower ``ep`` to Core ATen plus Cuvil's preserved ops (see ``decompositions.py``)."""
     try:
-        return ep.run_decompositions(decomposition_table())
+        with warnings.catch_warnings():
+            # torch 2.13's own run_decompositions deep-copies TreeSpecs and trips its own
+            # LeafSpec deprecation; the user's code has nothing to change.
+            warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+            return ep.run_decompositions(decomposition_table())
     except Exception as exc:
         src = exception_source(exc)
         where = f" at {src.describe()}" if src else ""

@@ -1,44 +1,36 @@
 """Reads the textual IR written by :mod:`cuvil_ref.ir.printer` back into a :class:`Module`.
 
-A hand-written lexer and recursive-descent parser; the grammar (EBNF) is in ``docs/ir.md``. A
-control-flow node's regions open a scope each: a name defined in a region is visible only there,
-and a region that names a value of an enclosing graph is refused (regions read outer values only
-through their op's operands). Every
-error is a :class:`ParseError` saying ``<source>:line:column``, what was expected and what was
-found, with the offending line and a caret. Constants printed as ``dense_resource<name>`` are taken
-from ``constants={name: array}`` and checked against the sha256 recorded in the text. The parsed
-module is then verified; a verifier error is reported with the line of the failing node.
+A recursive-descent parser over the tokens of :mod:`cuvil_ref.ir.lexer`; the grammar (EBNF) is
+in ``docs/ir.md``. A control-flow node's regions open a scope each: a name defined in a region is
+visible only there, and a region that names a value of an enclosing graph is refused (regions
+read outer values only through their op's operands). Every error is a :class:`ParseError` saying
+``<source>:line:column``, what was expected and what was found, with the offending line and a
+caret. Constants printed as ``dense_resource<name>`` are taken from ``constants={name: array}``
+and checked against the sha256 recorded in the text. The parsed module is then verified; a
+verifier error is reported with the line of the failing node.
 
 Hostile text is refused, not obeyed: values and regions nest at most :data:`MAX_NESTING` levels,
-a number is
-at most :data:`MAX_NUMBER_CHARS` characters, zero points and axes fit in 64 bits, and error
-messages quote at most a window of the offending line, so every malformed input ends in a bounded
-``ParseError``. The printer refuses to write what the parser would refuse.
+a number is at most :data:`MAX_NUMBER_CHARS` characters, zero points and axes fit in 64 bits, and
+error messages quote at most a window of the offending line, so every malformed input ends in a
+bounded ``ParseError``. The printer refuses to write what the parser would refuse.
 """
 
 from __future__ import annotations
 
-import re
-from bisect import bisect_right
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from cuvil_ref.errors import ParseError, UnknownOpError, VerificationError, shorten
-from cuvil_ref.ir.dtypes import DType
+from cuvil_ref.errors import UnknownOpError, VerificationError
 from cuvil_ref.ir.frozen import FrozenDict
 from cuvil_ref.ir.graph import Graph, Module, Node, Provenance, Value, constant_type
+from cuvil_ref.ir.lexer import Source, Token
+from cuvil_ref.ir.literals import LiteralParser
 from cuvil_ref.ir.printer import (
-    MAX_NESTING,
-    MAX_NUMBER_CHARS,
     MAX_REGION_DEPTH,
-    array_sha256,
-    decode_elements,
-    float_from_bits,
 )
-from cuvil_ref.ir.types import QuantParams, TensorType
+from cuvil_ref.ir.types import TensorType
 
 
 def parse_module(
@@ -74,155 +66,15 @@ def parse_type(text: str) -> TensorType:
     return t
 
 
-#: Zero points and axes lie in [-2**63, 2**64): int64 and uint64 values.
-_INT_RANGE = (-(2**63), 2**64)
-#: Dimensions lie in [0, 2**63).
-_MAX_DIM = 2**63 - 1
-_SHOWN_LINE = 120
+class _Parser(LiteralParser):
+    """The module structure: constants, signature, nodes and regions with their scopes."""
 
-# --- lexer --------------------------------------------------------------------------------------
-
-_NAME = r'(?:[A-Za-z0-9_][A-Za-z0-9_.]*|"(?:[^"\\\n]|\\.)*")'
-_TOKEN = re.compile(
-    rf"""(?P<ws>[ \t\r\n]+)
-    |(?P<comment>//[^\n]*)
-    |(?P<value>%{_NAME})
-    |(?P<symbol>@{_NAME})
-    |(?P<string>"(?:[^"\\\n]|\\.)*")
-    |(?P<hex>0x[0-9A-Fa-f]*)
-    |(?P<number>-?(?:\d+\.\d*|\d+)(?:[eE][+-]?\d+)?)
-    |(?P<arrow>->)
-    |(?P<ident>[A-Za-z_][A-Za-z0-9_.]*)
-    |(?P<punct>[{{}}()\[\]<>,=:;-])""",
-    re.VERBOSE,
-)
-_ESCAPES = {"\\": "\\", '"': '"', "n": "\n", "t": "\t", "r": "\r"}
-
-
-@dataclass(frozen=True)
-class Token:
-    kind: str  # value symbol string hex number arrow ident punct eof
-    text: str  # names and strings decoded; everything else as written
-    line: int
-    col: int
-
-    def show(self) -> str:
-        return "end of input" if self.kind == "eof" else shorten(repr(self.text), 60)
-
-
-def _unescape(body: str) -> str:
-    out, i = [], 0
-    while i < len(body):
-        ch = body[i]
-        if ch != "\\":
-            out.append(ch)
-            i += 1
-            continue
-        nxt = body[i + 1]
-        if nxt in _ESCAPES:
-            out.append(_ESCAPES[nxt])
-            i += 2
-            continue
-        m = re.match(r"u\{([0-9A-Fa-f]{1,6})\}", body[i + 1 :])
-        if not m:
-            raise ValueError(f"unknown escape '\\{nxt}' (use \\\\ \\\" \\n \\t \\r or \\u{{HEX}})")
-        out.append(chr(int(m.group(1), 16)))
-        i += 1 + m.end()
-    return "".join(out)
-
-
-class _Parser:
     def __init__(self, text: str, source: str, resources: Mapping[str, Any]) -> None:
-        self.text, self.source, self.resources = text, source, resources
-        self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-        self.comments: dict[int, str] = {}
-        self.tokens = self._lex()
-        self.pos = 0
+        super().__init__(Source(text, source), resources)
+        self.source = source
         self.defined: dict[str, tuple[Value, int]] = {}  # the innermost scope
         self.outer: list[dict[str, tuple[Value, int]]] = []  # enclosing scopes, outermost first
         self.node_lines: list[tuple[Node, int]] = []
-        self.depth = 0
-
-    # errors and positions
-
-    def _where(self, offset: int) -> tuple[int, int]:
-        line = bisect_right(self.line_starts, offset)
-        return line, offset - self.line_starts[line - 1] + 1
-
-    def error_at(self, line: int, col: int, message: str) -> ParseError:
-        start = self.line_starts[line - 1] if line <= len(self.line_starts) else len(self.text)
-        end = self.text.find("\n", start)
-        shown = self.text[start : len(self.text) if end < 0 else end]
-        caret = col - 1
-        if len(shown) > _SHOWN_LINE:  # a window around the column, so the message stays short
-            lo = max(0, min(caret - _SHOWN_LINE // 2, len(shown) - _SHOWN_LINE))
-            shown, caret = shown[lo : lo + _SHOWN_LINE], caret - lo
-        where = f"{shorten(self.source, 200)}:{line}:{col}"
-        return ParseError(f"{where}: {shorten(message, 1000)}\n  {shown}\n  {' ' * caret}^")
-
-    def error(self, tok: Token, message: str) -> ParseError:
-        return self.error_at(tok.line, tok.col, message)
-
-    def _lex(self) -> list[Token]:
-        tokens, pos = [], 0
-        while pos < len(self.text):
-            m = _TOKEN.match(self.text, pos)
-            line, col = self._where(pos)
-            if m is None:
-                found = self.text[pos]
-                hint = "unterminated string" if found == '"' else f"unexpected character {found!r}"
-                raise self.error_at(line, col, hint)
-            kind, raw = m.lastgroup or "", m.group()
-            pos = m.end()
-            if kind == "ws":
-                continue
-            if kind == "comment":
-                self.comments[line] = raw
-                continue
-            if kind in ("number", "hex") and len(raw) > MAX_NUMBER_CHARS:
-                raise self.error_at(
-                    line,
-                    col,
-                    f"a number of {len(raw)} characters is too long (the limit is "
-                    f"{MAX_NUMBER_CHARS})",
-                )
-            text = raw
-            try:
-                if kind in ("value", "symbol"):
-                    text = _unescape(raw[2:-1]) if raw[1] == '"' else raw[1:]
-                elif kind == "string":
-                    text = _unescape(raw[1:-1])
-            except ValueError as exc:
-                raise self.error_at(line, col, str(exc)) from None
-            tokens.append(Token(kind, text, line, col))
-        line, col = self._where(len(self.text))
-        tokens.append(Token("eof", "", line, col))
-        return tokens
-
-    # token helpers
-
-    def peek(self, ahead: int = 0) -> Token:
-        return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
-
-    def at(self, kind: str, text: str | None = None) -> bool:
-        tok = self.peek()
-        return tok.kind == kind and (text is None or tok.text == text)
-
-    def accept(self, kind: str, text: str | None = None) -> Token | None:
-        if self.at(kind, text):
-            self.pos += 1
-            return self.tokens[self.pos - 1]
-        return None
-
-    def expect(self, kind: str, text: str | None = None, what: str | None = None) -> Token:
-        tok = self.accept(kind, text)
-        if tok is None:
-            want = what or (repr(text) if text is not None else kind)
-            raise self.error(self.peek(), f"expected {want}, got {self.peek().show()}")
-        return tok
-
-    def punct(self, ch: str) -> Token:
-        return self.expect("punct", ch)
 
     # module structure
 
@@ -427,166 +279,6 @@ class _Parser:
         self.punct(")")
         return Provenance(**fields)
 
-    # types
-
-    def type(self) -> TensorType:
-        tok = self.expect("ident", what="a type such as f32[2,3]")
-        try:
-            dtype = DType.parse(tok.text)
-        except ValueError as exc:
-            raise self.error(tok, str(exc)) from None
-        self.punct("[")
-        shape: list[int | str] = []
-        while not self.at("punct", "]"):
-            if shape:
-                self.punct(",")
-            dim = self.peek()
-            if dim.kind == "number" and dim.text.isdigit():
-                if int(dim.text) > _MAX_DIM:
-                    raise self.error(dim, f"dimension {dim.text} is out of range (< 2**63)")
-                shape.append(int(dim.text))
-            elif dim.kind == "ident":
-                shape.append(dim.text)
-            else:
-                raise self.error(
-                    dim, f"expected a dimension (a size or a symbol), got {dim.show()}"
-                )
-            self.pos += 1
-        self.punct("]")
-        quant, layout = None, None
-        while True:
-            if quant is None and self.at("ident", "q") and self.peek(1).text == "<":
-                quant = self.quant()
-            elif layout is None and self.at("symbol"):
-                layout = self.expect("symbol").text
-            else:
-                break
-        try:
-            return TensorType(tuple(shape), dtype, layout, quant)
-        except Exception as exc:  # IRError from TensorType/QuantParams validation
-            raise self.error(tok, str(exc)) from None
-
-    def quant(self) -> QuantParams:
-        start = self.expect("ident", "q")
-        self.punct("<")
-        axis = None
-        if self.accept("ident", "axis"):
-            self.punct("=")
-            axis = self.integer()
-            self.punct(";")
-        scales = [self.float_value()]
-        while self.accept("punct", ","):
-            scales.append(self.float_value())
-        self.punct(":")
-        zps = [self.integer()]
-        while self.accept("punct", ","):
-            zps.append(self.integer())
-        self.punct(">")
-        try:
-            return QuantParams(tuple(scales), tuple(zps), axis)
-        except Exception as exc:
-            raise self.error(start, str(exc)) from None
-
-    def integer(self) -> int:
-        tok = self.expect("number", what="an integer")
-        if not re.fullmatch(r"-?\d+", tok.text):
-            raise self.error(tok, f"expected an integer, got {tok.show()}")
-        return self.int64(tok)
-
-    def int64(self, tok: Token) -> int:
-        value = int(tok.text)
-        if not _INT_RANGE[0] <= value < _INT_RANGE[1]:
-            raise self.error(tok, f"integer {tok.text} does not fit in 64 bits")
-        return value
-
-    def float_value(self) -> float:
-        value = self.attr_value()
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.error(self.tokens[self.pos - 1], f"expected a number, got {value!r}")
-        return float(value)
-
-    # attribute values
-
-    def attr_dict(self) -> FrozenDict:
-        self.punct("{")
-        items: dict[str, Any] = {}
-        while not self.at("punct", "}"):
-            if items:
-                self.punct(",")
-            key = self.peek()
-            if key.kind not in ("ident", "string"):
-                raise self.error(key, f"expected an attribute name, got {key.show()}")
-            self.pos += 1
-            if key.text in items:
-                raise self.error(key, f"attribute '{key.text}' is given twice")
-            self.punct("=")
-            items[key.text] = self.attr_value()
-        self.punct("}")
-        return FrozenDict(items)
-
-    def attr_value(self) -> Any:
-        tok = self.peek()
-        if tok.kind == "punct" and tok.text in "({":
-            if self.depth >= MAX_NESTING:
-                raise self.error(tok, f"values nest more than {MAX_NESTING} levels deep")
-            self.depth += 1
-            try:
-                return self.nested_value(tok)
-            finally:
-                self.depth -= 1
-        if tok.kind == "number":
-            self.pos += 1
-            return float(tok.text) if any(c in tok.text for c in ".eE") else int(tok.text)
-        if tok.kind == "string":
-            self.pos += 1
-            return tok.text
-        if tok.kind == "punct" and tok.text == "-" and self.peek(1).text in ("inf", "nan"):
-            self.pos += 1
-            return -self.attr_value()
-        if tok.kind == "ident":
-            words = {"true": True, "false": False, "none": None, "inf": float("inf")}
-            if tok.text in words:
-                self.pos += 1
-                return words[tok.text]
-            if tok.text == "nan":
-                self.pos += 1
-                if self.accept("punct", "("):
-                    bits = self.expect("hex", what="the NaN bits as 0x...")
-                    self.punct(")")
-                    return float_from_bits(self.nan_bits(bits))
-                return float("nan")
-        raise self.error(
-            tok,
-            "expected a value (number, string, true, false, none, (tuple) or "
-            f"{{dict}}), got {tok.show()}",
-        )
-
-    def nested_value(self, tok: Token) -> Any:
-        """A ``(tuple)`` or a ``{dict}`` (the caller bounds the nesting)."""
-        if tok.text == "{":
-            return self.attr_dict()
-        self.pos += 1
-        items: list[Any] = []
-        while not self.at("punct", ")"):
-            items.append(self.attr_value())
-            if not self.accept("punct", ","):
-                break
-        self.punct(")")
-        return tuple(items)
-
-    def nan_bits(self, tok: Token) -> int:
-        """The 64 IEEE bits of ``nan(0x...)``, which must be a NaN."""
-        digits = tok.text[2:]
-        bits = int(digits, 16) if digits else -1
-        exponent, mantissa = (bits >> 52) & 0x7FF, bits & ((1 << 52) - 1)
-        if not (0 <= bits < 2**64 and exponent == 0x7FF and mantissa):
-            raise self.error(
-                tok,
-                f"nan({shorten(tok.text, 30)}) is not a NaN: give the 64 bits of a double "
-                "whose exponent is all ones and mantissa non-zero, e.g. nan(0x7ff8000000000001)",
-            )
-        return bits
-
     # constants
 
     def constant(self) -> tuple[str, np.ndarray]:
@@ -617,81 +309,6 @@ class _Parser:
             array = self.resource(ref, t, self.comments.get(close.line, ""))
         self.define(tok, constant_type(array))
         return tok.text, array
-
-    def dense(self, t: TensorType, name: str) -> np.ndarray:
-        start = self.peek()
-        if start.kind == "hex":
-            self.pos += 1
-            raw = bytes.fromhex(start.text[2:]) if len(start.text) % 2 == 0 else b""
-            if len(raw) != t.nbytes():
-                raise self.error(
-                    start,
-                    f"constant %{name} of type {t} needs {t.nbytes()} bytes "
-                    f"({2 * t.nbytes()} hex digits), got {len(start.text) - 2} digits",
-                )
-            return np.frombuffer(raw, dtype=t.dtype.numpy).reshape(t.shape).copy()
-        if t.rank == 0:
-            texts = [self.element(t.dtype)]
-        else:
-            self.punct("[")
-            texts = []
-            while not self.at("punct", "]"):
-                if texts:
-                    self.punct(",")
-                texts.append(self.element(t.dtype))
-            self.punct("]")
-        if len(texts) != t.numel():
-            raise self.error(
-                start, f"constant %{name} of type {t} needs {t.numel()} values, got {len(texts)}"
-            )
-        try:
-            return decode_elements(texts, t.dtype).reshape(t.shape)
-        except (OverflowError, ValueError) as exc:
-            raise self.error(start, f"constant %{name}: {exc}") from None
-
-    def element(self, dtype: DType) -> str:
-        tok = self.peek()
-        if dtype is DType.bool:
-            ok = tok.kind == "ident" and tok.text in ("true", "false")
-        elif dtype.is_int:
-            ok = tok.kind == "number" and re.fullmatch(r"-?\d+", tok.text) is not None
-        else:
-            if tok.text == "-" and self.peek(1).text in ("inf", "nan"):
-                self.pos += 2
-                return "-" + self.tokens[self.pos - 1].text
-            ok = tok.kind == "number" or (tok.kind == "ident" and tok.text in ("inf", "nan"))
-        if not ok:
-            raise self.error(tok, f"expected a {dtype.value} element, got {tok.show()}")
-        self.pos += 1
-        return tok.text
-
-    def resource(self, ref: Token, t: TensorType, comment: str) -> np.ndarray:
-        if ref.text not in self.resources:
-            raise self.error(
-                ref,
-                f"constant '{ref.text}' is stored by reference; pass it as "
-                f"parse_module(text, constants={{'{ref.text}': array}})",
-            )
-        array = np.asarray(self.resources[ref.text])
-        try:
-            got = DType.from_numpy(array.dtype).value
-        except ValueError:
-            got = str(array.dtype)
-        if array.shape != t.shape or got != t.dtype.value:
-            raise self.error(
-                ref,
-                f"constant '{ref.text}' is declared {t} but the given array is "
-                f"{got}[{','.join(str(d) for d in array.shape)}]",
-            )
-        m = re.search(r"sha256:([0-9a-f]{64})", comment)
-        if m and array_sha256(array) != m.group(1):
-            raise self.error(
-                ref,
-                f"constant '{ref.text}': the given array's sha256 is "
-                f"{array_sha256(array)} but the text records {m.group(1)}; pass the "
-                "weights the module was printed with",
-            )
-        return array
 
     # verification with positions
 

@@ -16,7 +16,7 @@ from typing import Any
 from cuvil_ref.errors import PassError
 from cuvil_ref.ir.graph import Graph, Node, Value
 from cuvil_ref.ops import REGISTRY, families, get_op
-from cuvil_ref.ops.fused import SCALAR_BINARY, format_step
+from cuvil_ref.ops.fused_elementwise import SCALAR_BINARY, format_step
 from cuvil_ref.passes.base import PassResult
 from cuvil_ref.passes.dce import eliminate_dead_code
 from cuvil_ref.passes.rewrite import count_uses

@@ -23,8 +23,8 @@ from cuvil_ref.ir.verifier import verify
 from cuvil_ref.ops import qarith
 from cuvil_ref.passes.dce import eliminate_dead_code
 from cuvil_ref.quant import ptq
-from cuvil_ref.quant.ptq import Fallback, QValue, QWeight, Rewriter
 from cuvil_ref.quant.report import io_entry, layer_entry
+from cuvil_ref.quant.rewriter import Fallback, QValue, QWeight, Rewriter
 
 INT8_RANGE = (qarith.INT8_MIN, qarith.INT8_MAX)
 

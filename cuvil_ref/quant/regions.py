@@ -28,7 +28,7 @@ from cuvil_ref.ops import families, get_op
 from cuvil_ref.quant.report import layer_entry
 
 if TYPE_CHECKING:
-    from cuvil_ref.quant.ptq import Rewriter
+    from cuvil_ref.quant.rewriter import Rewriter
 
 Batch = tuple[np.ndarray, ...]
 #: The most runs of one region kept as its calibration data (a long loop repeats itself).

@@ -12,7 +12,7 @@ from cuvil_ref.ops import qarith
 from cuvil_ref.quant.calibrate import Batch, power_ratio_db, record, sqnr_db, walk
 
 if TYPE_CHECKING:
-    from cuvil_ref.quant.ptq import QValue
+    from cuvil_ref.quant.rewriter import QValue
 
 
 def layer_entry(node: Node, scheme: str, reason: str | None = None, **info: Any) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from cuvil_ref.ops.qtransformer import (
 
 if TYPE_CHECKING:
     from cuvil_ref.ir.graph import Node
-    from cuvil_ref.quant.ptq import QValue, Rewriter, Rule
+    from cuvil_ref.quant.rewriter import QValue, Rewriter, Rule
 
 #: Float activations that become one ``qlut`` (their int8 image is a 256-entry table).
 LUT_ACTIVATIONS = families.NONLINEAR_ACTIVATIONS
@@ -36,13 +36,13 @@ INT8_MOVES = families.REARRANGEMENTS
 
 
 def _fallback(reason: str) -> Exception:
-    from cuvil_ref.quant.ptq import Fallback
+    from cuvil_ref.quant.rewriter import Fallback
 
     return Fallback(reason)
 
 
 def _qvalue(value: Any, scale: float, zp: int) -> QValue:
-    from cuvil_ref.quant.ptq import QValue
+    from cuvil_ref.quant.rewriter import QValue
 
     return QValue(value, np.float32(scale), int(zp))
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import zlib
 from typing import Any
 
@@ -25,6 +24,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from cuvil_ref.serve.arrival import arrival as arrived
 from cuvil_ref.serve.errors import InvalidRequest, RequestCancelled, ServeError
 from cuvil_ref.serve.manager import ModelManager, Served
 from cuvil_ref.serve.tensors import (
@@ -168,7 +168,7 @@ def build_app(
         return JSONResponse(rows)
 
     async def infer(request: Request) -> Response:
-        arrival = time.monotonic()
+        arrival = arrived(request.scope)
         p = request.path_params
         try:
             body = await _read_body(request, body_timeout, max_body_bytes)

@@ -29,8 +29,10 @@ def run_locust(
     shape: tuple[int, ...] = (1, 784),
     binary: bool = True,
     locustfile: str | Path = LOCUSTFILE,
+    rate: float = 0.0,
 ) -> dict[str, Any]:
-    """Run ``users`` closed-loop users for ``seconds``; the aggregated statistics."""
+    """Run ``users`` users for ``seconds``; the aggregated statistics. Closed loop, or with
+    ``rate`` > 0 each user paced at ``rate`` requests per second."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     prefix = out / f"locust-{model}-u{users}"
@@ -40,6 +42,7 @@ def run_locust(
         "CUVIL_LOAD_INPUT": input_name,
         "CUVIL_LOAD_SHAPE": ",".join(map(str, shape)),
         "CUVIL_LOAD_BINARY": "1" if binary else "0",
+        "CUVIL_LOAD_RATE": str(rate),
     }
     cmd = [
         sys.executable, "-m", "locust", "-f", str(locustfile), "--headless",
@@ -57,6 +60,7 @@ def run_locust(
     return {
         "users": users,
         "seconds": seconds,
+        "rate_per_user": rate,
         "requests": int(agg["Request Count"]),
         "failures": int(agg["Failure Count"]),
         "rps": float(agg["Requests/s"]),

@@ -3,7 +3,9 @@
 Configured by environment variables (so the same file serves the CI load test and the
 benchmark script): ``CUVIL_LOAD_MODEL`` (default ``mlp``), ``CUVIL_LOAD_INPUT`` (input name,
 default ``INPUT0``), ``CUVIL_LOAD_SHAPE`` (default ``1,784``), ``CUVIL_LOAD_BINARY`` (``1``:
-Triton's binary tensor extension, the default; ``0``: JSON). Each user sends a fixed random
+Triton's binary tensor extension, the default; ``0``: JSON), ``CUVIL_LOAD_RATE`` (requests per
+second per user, paced with locust's ``constant_throughput``; ``0``, the default: closed loop,
+the next request as soon as the previous one is answered). Each user sends a fixed random
 tensor with the binary extension and checks the response status; anything but 200 is a failure.
 
     locust -f cuvil_ref/serve/locustfile.py --headless -u 8 -r 8 -t 60s \
@@ -16,12 +18,13 @@ import json
 import os
 
 import numpy as np
-from locust import FastHttpUser, task
+from locust import FastHttpUser, constant, constant_throughput, task
 
 MODEL = os.environ.get("CUVIL_LOAD_MODEL", "mlp")
 INPUT = os.environ.get("CUVIL_LOAD_INPUT", "INPUT0")
 SHAPE = [int(s) for s in os.environ.get("CUVIL_LOAD_SHAPE", "1,784").split(",")]
 BINARY = os.environ.get("CUVIL_LOAD_BINARY", "1") == "1"
+RATE = float(os.environ.get("CUVIL_LOAD_RATE", "0"))
 
 _x = np.random.default_rng(0).standard_normal(SHAPE).astype(np.float32)
 if BINARY:
@@ -55,7 +58,9 @@ else:
 
 
 class InferUser(FastHttpUser):
-    """One closed-loop client: next request as soon as the previous one is answered."""
+    """One client: next request as soon as the previous one is answered, or paced at RATE."""
+
+    wait_time = constant_throughput(RATE) if RATE > 0 else constant(0)
 
     @task
     def infer(self) -> None:

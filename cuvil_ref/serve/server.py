@@ -24,6 +24,7 @@ from typing import Any
 
 import uvicorn
 
+from cuvil_ref.serve.arrival import stamping_protocol
 from cuvil_ref.serve.http_api import build_app
 from cuvil_ref.serve.manager import ModelManager
 from cuvil_ref.serve.metrics import ServerMetrics
@@ -66,17 +67,11 @@ def _uvicorn(app: Any, host: str, port: int) -> _Uvicorn:
         log_level="warning",
         access_log=False,
         lifespan="off",
-        http="httptools" if _has("httptools") else "h11",
+        http=stamping_protocol() or "h11",
         loop="asyncio",
         timeout_graceful_shutdown=None,
     )
     return _Uvicorn(config)
-
-
-def _has(module: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(module) is not None
 
 
 class InferenceServer:

@@ -70,7 +70,7 @@ def _where_check(node: Node, cx: CheckContext) -> str | None:
 
 
 def _fused_elementwise_steps(node: Node) -> list[Any] | str:
-    from cuvil_ref.ops.fused import parse_program
+    from cuvil_ref.ops.fused_elementwise import parse_program
 
     steps: list[Any] = []
     dtype = node.inputs[0].type.dtype.value

@@ -28,7 +28,7 @@ from cuvil_kernels_hip.lowerings.common import (
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Node
 from cuvil_ref.ops import families
-from cuvil_ref.ops.fused import parse_program
+from cuvil_ref.ops.fused_elementwise import parse_program
 from cuvil_ref.plugin.kit import CheckContext
 from cuvil_ref.plugin.kit.templates import TEMPLATES, Emitter
 
