@@ -161,7 +161,7 @@ class CpuExecutable(Executable):
                     if team is None:
                         call()
                     else:
-                        team.run(call)
+                        team.run(call, work)
                 now = time.perf_counter()
                 seconds[i] += now - t
                 t = now

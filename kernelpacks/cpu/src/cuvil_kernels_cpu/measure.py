@@ -44,7 +44,7 @@ def time_conv_candidates(shape: dict[str, int], threads: int) -> dict[str, float
             if team is None:
                 call()
             else:
-                team.run(call)
+                team.run(call, work)
             times.append(time.perf_counter() - t0)
         best[name] = float(min(times[1:]))
     return best

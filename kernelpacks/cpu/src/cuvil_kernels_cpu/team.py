@@ -7,18 +7,61 @@ started yet is revoked (the caller never waits for a thread the OS has not sched
 is running is waited for (it finishes the item it holds). Items are split among whoever runs,
 so a busy, shared machine costs parallelism, not latency spikes.
 
-Helpers are daemon threads that sleep on a semaphore; the kernels release the GIL, so the
-caller and the helpers compute at the same time. A team belongs to one arena instance, so two
-threads running the same module each have their own.
+Hand-over: each helper has a few int64 words (``ctrl``: the posted step's number, the address
+of its work counter, the number of the last step it finished). Between steps a helper spins in
+native code with the GIL released (:mod:`cuvil_kernels_cpu.kernels.spin`) for up to
+:data:`SPIN_US` microseconds -- first for a new post, then until the caller has started taking
+items (so the caller has released the GIL and the helper does not sleep on it) -- and only
+then sleeps on a semaphore; the caller likewise spins for a running helper to finish before it
+falls back to waiting on an event. Sleeping on every step cost a futex wake per step, measured
+at 20-40 us with two threads (docs/benchmarks.md): as long as a small layer. The spin is
+bounded, so an idle team costs nothing and a loaded machine loses at most the spin.
+
+The kernels release the GIL, so the caller and the helpers compute at the same time. A team
+belongs to one arena instance, so two threads running the same module each have their own.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from cuvil_kernels_cpu.kernels import spin
+
 _IDLE, _POSTED, _RUNNING = 0, 1, 2
+#: ctrl words
+_SEQ, _WORK, _DONE = 0, 1, 2
+#: How long a thread spins for the other side before it sleeps.
+SPIN_US = 200.0
+_CALIBRATION_POLLS = 200_000
+
+
+@functools.lru_cache(maxsize=1)
+def polls_per_us() -> float:
+    """Spin polls per microsecond on this CPU (timed once per process, best of three).
+
+    Also compiles (or loads) the spin kernels, so a new helper does not spend its first
+    steps in the compiler."""
+    word = np.zeros(4, np.int64)
+    addr = word.ctypes.data
+    spin.wait_change(addr, 0, 10)
+    spin.wait_equal(addr, 0, 10)
+    spin.wait_posted(addr, 0, addr + 8, addr + 16, 10)
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        spin.wait_change(addr, 0, _CALIBRATION_POLLS)
+        best = min(best, time.perf_counter() - t0)
+    return max(1.0, _CALIBRATION_POLLS / (best * 1e6))
+
+
+def spin_polls() -> int:
+    return int(SPIN_US * polls_per_us())
 
 
 class _Helper(threading.Thread):
@@ -28,15 +71,32 @@ class _Helper(threading.Thread):
         self.lock = threading.Lock()
         self.finished = threading.Event()
         self.state = _IDLE
+        self.sleeping = False
+        self.seq = 0
+        self.ctrl = np.zeros(4, np.int64)
         self.task: Callable[[], Any] | None = None
         self.error: BaseException | None = None
+        self.polls = spin_polls()
         self.start()
 
     def run(self) -> None:
+        ctrl = self.ctrl
+        seq_addr = ctrl.ctypes.data + 8 * _SEQ
+        work_addr = ctrl.ctypes.data + 8 * _WORK
+        done_addr = ctrl.ctypes.data + 8 * _DONE
+        last = 0
         while True:
-            self.wake.acquire()
+            seq = spin.wait_posted(seq_addr, last, work_addr, done_addr, self.polls)
+            if seq == last:
+                with self.lock:
+                    if ctrl[_SEQ] != last:  # posted meanwhile
+                        continue
+                    self.sleeping = True
+                self.wake.acquire()
+                continue
+            last = seq
             with self.lock:
-                if self.state != _POSTED:  # revoked before it woke up
+                if self.state != _POSTED or self.seq != seq:  # revoked before it started
                     continue
                 self.state = _RUNNING
                 task = self.task
@@ -48,7 +108,7 @@ class _Helper(threading.Thread):
             finally:
                 with self.lock:
                     self.state = _IDLE
-                self.finished.set()
+                self.finished.set()  # ctrl[_DONE] is stored by the next wait_posted
 
 
 class Team:
@@ -60,16 +120,26 @@ class Team:
         Team._count += 1
         self.helpers = [_Helper(f"cuvil-cpu-{Team._count}.{i}") for i in range(threads - 1)]
         self.joined = 0  # helper participations, for the report
+        self.seq = 0
+        self.polls = spin_polls()
 
-    def run(self, call: Callable[[], Any]) -> None:
-        """Run ``call`` on the caller and on every free helper (see the module docstring)."""
+    def run(self, call: Callable[[], Any], work: np.ndarray) -> None:
+        """Run ``call`` on the caller and on every free helper (see the module docstring);
+        ``work`` is the step's work counter, already reset."""
+        self.seq += 1
+        seq = self.seq
         for h in self.helpers:
             with h.lock:
                 h.task = call
                 h.error = None
                 h.finished.clear()
                 h.state = _POSTED
-            h.wake.release()
+                h.seq = seq
+                h.ctrl[_WORK] = work.ctypes.data
+                h.ctrl[_SEQ] = seq
+                wake, h.sleeping = h.sleeping, False
+            if wake:
+                h.wake.release()
         try:
             call()
         finally:
@@ -79,7 +149,9 @@ class Team:
                         h.state = _IDLE
                         h.task = None
                         continue
-                h.finished.wait()
+                done = h.ctrl.ctypes.data + 8 * _DONE
+                if not spin.wait_equal(done, seq, self.polls):
+                    h.finished.wait()
                 self.joined += 1
                 if h.error is not None:
                     err, h.error = h.error, None

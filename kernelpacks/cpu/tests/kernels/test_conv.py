@@ -16,6 +16,7 @@ GEOMETRIES = [
     (1, 3, 11, 11, 5, 3, 2, 1, 1, 1),  # strided im2col, O below one panel
     (2, 16, 9, 7, 70, 3, 1, 1, 1, 1),  # 3x3 s1: Winograd candidate; O spans two panels
     (1, 16, 9, 7, 70, 1, 1, 0, 1, 1),  # 1x1: GEMM on the input rows
+    (1, 16, 6, 8, 24, 1, 1, 0, 1, 1),  # 1x1, O = 24: masked stores, every row tile full
     (1, 8, 9, 9, 12, 3, 1, (1, 2, 0, 1), 2, 2),  # grouped, dilated, asymmetric padding
     (1, 12, 10, 10, 12, 3, 2, 1, 1, 12),  # depthwise, strided (channels not a multiple of 16)
     (2, 48, 9, 11, 48, 3, 1, 1, 1, 48),  # depthwise on the register tile, row tails
@@ -90,3 +91,51 @@ def test_fused_depthwise_epilogues_on_border_and_interior(
     y = b.op("fused_conv2d", [xv, b.constant("w", wt), b.constant("b", bias), rv], attrs)
     got, want = both(b.build([y]), [x, res])
     assert np.abs(got - want).max() <= reduction_bound(9, want)
+
+
+def test_layout_kernels_and_pad_are_exact_copies() -> None:
+    from cuvil_kernels_cpu.kernels import gemm, layout
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 5, 7)).astype(np.float32)
+    nhwc = np.empty((2, 5, 7, 3), np.float32)
+    layout.nchw_to_nhwc(x, nhwc, np.zeros(1, np.int64))
+    np.testing.assert_array_equal(nhwc, x.transpose(0, 2, 3, 1))
+    back = np.empty_like(x)
+    layout.nhwc_to_nchw(nhwc, back, np.zeros(1, np.int64))
+    np.testing.assert_array_equal(back, x)
+    padded = np.full((2, 8, 11, 3), np.nan, np.float32)
+    gemm.pad_nhwc(nhwc, padded, 1, 2, np.zeros(1, np.int64))
+    want = np.zeros((2, 8, 11, 3), np.float32)
+    want[:, 1:6, 2:9] = nhwc
+    np.testing.assert_array_equal(padded, want)
+    fused = np.full((2, 8, 11, 3), np.nan, np.float32)
+    layout.pad_from_nchw(x, fused, 1, 2, np.zeros(1, np.int64))
+    np.testing.assert_array_equal(fused, want)
+
+
+def test_a_network_input_is_transposed_straight_into_the_stem_padding(
+    rng: np.random.Generator,
+) -> None:
+    """permute (NCHW -> NHWC) then a padded direct conv: one fused layout+pad step."""
+    from cuvil_kernels_cpu.executable import CpuExecutable
+
+    from cuvil_ref.interpreter import interpret
+    from cuvil_ref.passes import plan_memory
+
+    x = rng.standard_normal((1, 3, 20, 20)).astype(np.float32)
+    b = GraphBuilder()
+    xv = b.input("x", TensorType(x.shape, DType.f32))
+    t = b.op("permute", [xv], {"perm": (0, 2, 3, 1)})
+    wt = rng.standard_normal((8, 3, 7, 7)).astype(np.float32)
+    attrs = dict(stride=(2, 2), padding=(3, 3, 3, 3), dilation=(1, 1), groups=1,
+                 activation="relu", has_residual=False, order="residual_then_activation",
+                 data_layout="NHWC")  # fmt: skip
+    bias = rng.standard_normal(8).astype(np.float32)
+    y = b.op("fused_conv2d", [t, b.constant("w", wt), b.constant("b", bias)], attrs)
+    graph = b.build([y])
+    exe = CpuExecutable(graph, {"threads": 2, "conv_algorithm": "direct"}, plan_memory(graph))
+    got = exe.run([x])[0]
+    assert exe.metrics()["algorithms"] == {"pad": 1, "direct": 1}
+    want = interpret(graph, [x])[0]
+    assert np.abs(got - want).max() <= reduction_bound(3 * 49, want)

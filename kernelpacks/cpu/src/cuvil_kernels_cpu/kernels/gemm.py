@@ -12,8 +12,9 @@ activation and residual are applied by the micro-kernel before it stores the til
 activations (gelu, silu, hardswish, sigmoid) run over the tile right after, while it is in L1.
 So each output element is written once, with its epilogue, in the same pass.
 
-Tiles cut by the edge of the output (the last rows, or ``O`` not a multiple of ``NR``) are
-computed into a small buffer and copied with the same epilogue.
+A panel narrower than the tile (``O`` not a multiple of 16) is stored in place with masked
+moves; tiles cut by the last rows of the output are computed into a small buffer and copied
+with the same epilogue.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ from cuvil_kernels_cpu.kernels.microkernel import (
     tile_f32_2,
     tile_f32_3,
     tile_f32_4,
+    tile_f32_masked_1,
+    tile_f32_masked_2,
+    tile_f32_masked_3,
+    tile_f32_masked_4,
 )
 
 #: res_mode values
@@ -105,10 +110,13 @@ def plan_items(m: int, k: int, npanels: int, threads: int, elem: int = 4,
 @kernel
 def pad_nhwc(x, out, pt, pl, work):  # type: ignore[no-untyped-def]
     """out = x zero-padded by ``pt`` rows on top and ``pl`` columns on the left (and up to out's
-    size at the bottom and right), NHWC; rows (n, y) of out are the items."""
+    size at the bottom and right), NHWC; rows (n, y) of out are the items. A row is three flat
+    runs (left zeros, the input row, right zeros), so the copies vectorize for any C."""
     n, hp, wp, c = out.shape
     h, w = x.shape[1], x.shape[2]
     n_items = n * hp
+    left = min(pl, wp) * c
+    inner = max(0, min(w, wp - pl)) * c
     while True:
         item = grab(work)
         if item >= n_items:
@@ -116,14 +124,19 @@ def pad_nhwc(x, out, pt, pl, work):  # type: ignore[no-untyped-def]
         b = item // hp
         y = item % hp
         iy = y - pt
-        for xx in range(wp):
-            ix = xx - pl
-            if 0 <= iy < h and 0 <= ix < w:
-                for ch in range(c):
-                    out[b, y, xx, ch] = x[b, iy, ix, ch]
-            else:
-                for ch in range(c):
-                    out[b, y, xx, ch] = 0.0
+        row = out[b, y].reshape(wp * c)
+        if 0 <= iy < h:
+            src = x[b, iy].reshape(w * c)
+            for i in range(left):
+                row[i] = 0.0
+            dst = row[left : left + inner]
+            for i in range(inner):
+                dst[i] = src[i]
+            for i in range(left + inner, wp * c):
+                row[i] = 0.0
+        else:
+            for i in range(wp * c):
+                row[i] = 0.0
 
 
 @kernel
@@ -202,6 +215,20 @@ def tile_nv(nv, a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init):
         tile_f32_2(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
     else:
         tile_f32_1(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+
+
+@serial_kernel
+def tile_nv_masked(nv, a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, tail):  # type: ignore[no-untyped-def]  # noqa: E501
+    """:func:`tile_nv` storing (and reading the residual of) only ``tail`` lanes of the last
+    column vector."""
+    if nv >= 4:
+        tile_f32_masked_4(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, tail)
+    elif nv == 3:
+        tile_f32_masked_3(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, tail)
+    elif nv == 2:
+        tile_f32_masked_2(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, tail)
+    else:
+        tile_f32_masked_1(a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, tail)
 
 
 @serial_kernel
@@ -287,11 +314,15 @@ def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg
                         for c in range(k):
                             abuf[i, c] = x2[row0 + i, c] if i < nrows else 0.0
                     a_tile = abuf.ctypes.data
-                if nrows == MR and ncols == nv * 16:
+                if nrows == MR:
                     c_addr = out_addr + (row0 * o + col0) * 4
                     r_addr = res_addr + (row0 * o + col0) * 4 if res_mode != RES_NONE else bias_addr
-                    tile_nv(nv, a_tile, k, b_addr, NR, k, c_addr, o, bias_addr, r_addr, o,
-                            klo, khi, kflags, 0)  # fmt: skip
+                    if ncols == nv * 16:
+                        tile_nv(nv, a_tile, k, b_addr, NR, k, c_addr, o, bias_addr, r_addr, o,
+                                klo, khi, kflags, 0)  # fmt: skip
+                    else:
+                        tile_nv_masked(nv, a_tile, k, b_addr, NR, k, c_addr, o, bias_addr, r_addr,
+                                       o, klo, khi, kflags, ncols - (nv - 1) * 16)  # fmt: skip
                     if post:
                         _finish_tile(out2, row0, MR, col0, ncols, res2, act, res_mode)
                 else:

@@ -139,16 +139,51 @@ def _when(builder: ir.IRBuilder, cond: ir.Value, values: list[ir.Value], fn: Any
     return out
 
 
-def _tile_f32(nv: int) -> Any:
-    """The float32 tile intrinsic with ``nv`` 16-lane column vectors (1 to 4)."""
+def _lane_mask(builder: ir.IRBuilder, tail: ir.Value) -> ir.Value:
+    """``<16 x i1>``: lane l is on when l < tail."""
+    lanes = ir.Constant(ir.VectorType(_I64, 16), list(range(16)))
+    undef = ir.Constant(ir.VectorType(_I64, 16), ir.Undefined)
+    one = builder.insert_element(undef, tail, ir.Constant(_I32, 0))
+    splat = builder.shuffle_vector(one, undef, ir.Constant(_VI, [0] * 16))
+    return builder.icmp_signed("<", lanes, splat)
+
+
+def _masked_load(builder: ir.IRBuilder, base: ir.Value, index: ir.Value, mask: ir.Value) -> Any:
+    ptr = builder.bitcast(builder.gep(base, [index]), _VF.as_pointer())
+    name = "llvm.masked.load.v16f32.p0"
+    fn = _fn(builder, name, _VF, [ptr.type, _I32, mask.type, _VF])
+    return builder.call(fn, [ptr, ir.Constant(_I32, 4), mask, ir.Constant(_VF, None)])
+
+
+def _masked_store(builder: ir.IRBuilder, value: ir.Value, base: ir.Value, index: ir.Value,
+                  mask: ir.Value) -> None:  # fmt: skip
+    ptr = builder.bitcast(builder.gep(base, [index]), _VF.as_pointer())
+    name = "llvm.masked.store.v16f32.p0"
+    fn = _fn(builder, name, ir.VoidType(), [_VF, ptr.type, _I32, mask.type])
+    builder.call(fn, [value, ptr, ir.Constant(_I32, 4), mask])
+
+
+def _tile_f32(nv: int, masked: bool = False) -> Any:
+    """The float32 tile intrinsic with ``nv`` 16-lane column vectors (1 to 4).
+
+    ``masked``: one more argument, ``tail`` (1 to 16): only the first ``tail`` lanes of the
+    last column vector are read from ``res`` and stored to ``c`` (AVX-512 masked moves), so a
+    panel narrower than the tile (O = 24 in MobileNetV2) is stored in place."""
+
+    ip, f4 = types.intp, types.float32
+    args_t = (ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, f4, f4, ip, ip)
 
     def typer(typingctx, a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init):  # type: ignore[no-untyped-def]  # noqa: E501
-        ip, f4 = types.intp, types.float32
-        sig = types.void(ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, f4, f4, ip, ip)
-        return sig, codegen
+        return types.void(*args_t), codegen
+
+    def typer_masked(typingctx, a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init,
+                     tail):  # type: ignore[no-untyped-def]  # fmt: skip
+        return types.void(*args_t, ip), codegen
 
     def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        a_i, lda_v, b_i, ldb_v, k_v, c_i, ldc_v, bias_i, res_i, ldr_v, lo_v, hi_v, fl, init_i = args
+        a_i, lda_v, b_i, ldb_v, k_v, c_i, ldc_v, bias_i, res_i, ldr_v, lo_v, hi_v = args[:12]
+        fl, init_i = args[12], args[13]
+        mask = _lane_mask(builder, args[14]) if masked else None
         fp = _F32.as_pointer()
         a0, b0 = builder.inttoptr(a_i, fp), builder.inttoptr(b_i, fp)
         fma = _fn(builder, "llvm.fma.v16f32", _VF, [_VF, _VF, _VF])
@@ -184,7 +219,11 @@ def _tile_f32(nv: int) -> Any:
             for i in range(MR):
                 base = builder.mul(_const(i), ldr_v)
                 for j in range(nv):
-                    rv = _vload(builder, r0, builder.add(base, _const(16 * j)), _VF)
+                    at = builder.add(base, _const(16 * j))
+                    if mask is not None and j == nv - 1:
+                        rv = _masked_load(builder, r0, at, mask)
+                    else:
+                        rv = _vload(builder, r0, at, _VF)
                     out.append(builder.fadd(vals[i * nv + j], rv))
             return out
 
@@ -200,16 +239,25 @@ def _tile_f32(nv: int) -> Any:
         for i in range(MR):
             base = builder.mul(_const(i), ldc_v)
             for j in range(nv):
-                _vstore(builder, v[i * nv + j], c0, builder.add(base, _const(16 * j)))
+                at = builder.add(base, _const(16 * j))
+                if mask is not None and j == nv - 1:
+                    _masked_store(builder, v[i * nv + j], c0, at, mask)
+                else:
+                    _vstore(builder, v[i * nv + j], c0, at)
         return context.get_dummy_value()
 
-    return intrinsic(typer)
+    return intrinsic(typer_masked if masked else typer)
 
 
 tile_f32_1 = _tile_f32(1)
 tile_f32_2 = _tile_f32(2)
 tile_f32_3 = _tile_f32(3)
 tile_f32_4 = _tile_f32(4)
+#: the same with the last vector's residual load and store masked to its first ``tail`` lanes
+tile_f32_masked_1 = _tile_f32(1, masked=True)
+tile_f32_masked_2 = _tile_f32(2, masked=True)
+tile_f32_masked_3 = _tile_f32(3, masked=True)
+tile_f32_masked_4 = _tile_f32(4, masked=True)
 #: the full-width tile (NV vectors)
 tile_f32 = (tile_f32_1, tile_f32_2, tile_f32_3, tile_f32_4)[NV - 1]
 

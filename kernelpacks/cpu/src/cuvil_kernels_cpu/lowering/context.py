@@ -26,6 +26,10 @@ from cuvil_ref.ir.graph import Graph, Node, Value
 
 TO_NHWC = (0, 2, 3, 1)
 TO_NCHW = (0, 3, 1, 2)
+#: dtypes the Numba layout kernels take (others, e.g. bfloat16 storage, use numpy's copy)
+_NUMBA_DTYPES = {
+    np.dtype(t) for t in (np.float32, np.float64, np.int8, np.uint8, np.int32, np.int64)
+}
 
 
 @dataclass
@@ -167,8 +171,7 @@ class LowerContext:
             name = self.fresh(f"{value.name}.nchw")
             n, h, w, c = b.shape
             self.new(name, (n, c, h, w), b.dtype)
-            self.add(_transpose_copy, [value.name], [name], algo="to_nchw", op="layout",
-                     node=value.name, static=(TO_NCHW,))  # fmt: skip
+            self.transpose4(value.name, name, b.dtype, TO_NCHW, layout_of=value.name)
             self._converted[key] = name
         return self._converted[key]
 
@@ -186,10 +189,25 @@ class LowerContext:
                 name = self.fresh(f"{value.name}.nhwc")
                 n, c, h, w = b.shape
                 self.new(name, (n, h, w, c), b.dtype, nhwc=True)
-                self.add(_transpose_copy, [value.name], [name], algo="to_nhwc", op="layout",
-                         node=value.name, static=(TO_NHWC,))  # fmt: skip
+                self.transpose4(value.name, name, b.dtype, TO_NHWC, layout_of=value.name)
             self._converted[key] = name
         return self._converted[key]
+
+    def transpose4(
+        self, src: str, dst: str, dtype: Any, perm: tuple[int, ...], layout_of: str | None = None
+    ) -> None:
+        """A step ``dst = src.transpose(perm)`` for ``perm`` TO_NHWC or TO_NCHW: the row-parallel
+        kernel where Numba has the dtype, else numpy's copy. ``layout_of``: the value whose
+        layout changes, when the step is a conversion rather than the current node's op."""
+        from cuvil_kernels_cpu.kernels import layout
+
+        algo = "to_nhwc" if perm == TO_NHWC else "to_nchw"
+        where: dict[str, Any] = {"op": "layout", "node": layout_of} if layout_of else {}
+        if np.dtype(dtype) in _NUMBA_DTYPES:
+            fn = layout.nchw_to_nhwc if perm == TO_NHWC else layout.nhwc_to_nchw
+            self.add(fn, [src], [dst], algo=algo, **where)
+        else:
+            self.add(_transpose_copy, [src], [dst], algo=algo, static=(perm,), **where)
 
     def f32(self, name: str) -> str:
         """A float32 buffer with ``name``'s values (a widening copy for f16/bf16 storage)."""

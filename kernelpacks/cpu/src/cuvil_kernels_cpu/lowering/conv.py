@@ -123,7 +123,15 @@ def lower(node: Node, cx: LowerContext) -> None:
         xpad = cx.fresh(f"{node.outputs[0].name}.pad")
         cx.new(xpad, dk.padded_shape(n, c, kh, kw, stride, dilation[0], p4, h, wd, oh, ow),
                np.float32)  # fmt: skip
-        cx.add(gemm.pad_nhwc, [xin], [xpad], algo="pad", static=(p4[0], p4[1]))
+        nchw = _layout_step_source(cx, xin)
+        if nchw is not None:
+            from cuvil_kernels_cpu.kernels import layout
+
+            # The NCHW->NHWC step feeds only this layer: transpose straight into the padding.
+            cx.steps.pop()
+            cx.add(layout.pad_from_nchw, [nchw], [xpad], algo="pad", static=(p4[0], p4[1]))
+        else:
+            cx.add(gemm.pad_nhwc, [xin], [xpad], algo="pad", static=(p4[0], p4[1]))
         rows, pgd = dk.plan_rows(n, oh, ow, k, npanels, threads)
         dgeom = np.array([kh, kw, stride[0], stride[1], dilation[0]], np.int64)
         cx.add(dk.conv_direct, [xpad, wpk, bb, res], [dst], algo="direct",
@@ -142,6 +150,22 @@ def lower(node: Node, cx: LowerContext) -> None:
     cx.add(gemm.conv_gemm, [xin, wpk, bb, res], [dst], algo=choice["algorithm"],
            static=(geom, lo, hi, act, res_mode, direct, mb, pg), flops=flops)  # fmt: skip
     finish()
+
+
+def _layout_step_source(cx: LowerContext, xin: str) -> str | None:
+    """The NCHW buffer behind ``xin`` when the last step is the layout kernel writing ``xin``
+    (a network input's permute) and no other node or output reads ``xin``; else None."""
+    from cuvil_kernels_cpu.kernels import layout
+
+    if not cx.steps:
+        return None
+    last = cx.steps[-1]
+    if last.fn is not layout.nchw_to_nhwc or last.writes != [xin]:
+        return None
+    users = cx.graph.users().get(xin, [])
+    if len(users) != 1 or any(v.name == xin for v in cx.graph.outputs):
+        return None
+    return last.args[0]
 
 
 def _winograd_ok(kh: int, kw: int, stride: tuple, dilation: tuple, groups: int, c: int) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from cuvil_kernels_cpu.lowering.common import ANY
-from cuvil_kernels_cpu.lowering.context import TO_NHWC, LowerContext
+from cuvil_kernels_cpu.lowering.context import TO_NCHW, TO_NHWC, LowerContext
 from cuvil_ref.ir.graph import Node
 from cuvil_ref.ops import get_op
 from cuvil_ref.plugin.kit import CheckContext
@@ -41,6 +41,9 @@ def lower_permute(node: Node, cx: LowerContext) -> None:
         return
     src = cx.logical(x)
     out = cx.output(node.outputs[0])
+    if tuple(perm) in (TO_NHWC, TO_NCHW):
+        cx.transpose4(src, out.name, cx.bufs[src].dtype, tuple(perm))
+        return
     cx.add(_copy_transposed, [src], [out.name], algo="copy", static=(tuple(perm),))
 
 
