@@ -9,6 +9,7 @@ cuvil_ref package. ``torch.fx.symbolic_trace`` records stacks only with
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ class SourceLine:
         return f"{self.short()}: {self.code}" if self.code else self.short()
 
 
+@functools.lru_cache(maxsize=1)
 def _ignored_dirs() -> tuple[str, ...]:
     dirs = [_PACKAGE_DIR + os.sep]
     try:
@@ -78,6 +80,13 @@ def parse_frames(stack_trace: str | None) -> list[SourceLine]:
 
 def user_frame(stack_trace: str | None) -> SourceLine | None:
     """The innermost frame outside torch and the Cuvil frontend, or None if there is none."""
+    return _user_frame(stack_trace) if stack_trace else None
+
+
+# The nodes of a model's repeated layers share their stack traces (the same lines, called from
+# the same loop), so a 12-layer encoder parses each distinct trace once instead of 12 times.
+@functools.lru_cache(maxsize=1024)
+def _user_frame(stack_trace: str) -> SourceLine | None:
     ignored = _ignored_dirs()
     for frame in reversed(parse_frames(stack_trace)):
         path = os.path.abspath(frame.file)
