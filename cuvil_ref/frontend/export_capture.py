@@ -31,6 +31,7 @@ from cuvil_ref.frontend.capture_fold import CaptureFolder
 from cuvil_ref.frontend.context import Converter, dtype_from_torch
 from cuvil_ref.frontend.decompositions import NO_OPS, decomposition_table, needs_decomposition
 from cuvil_ref.frontend.errors import Location, exception_source, located, unsupported
+from cuvil_ref.frontend.lazy_stack_lines import lazy_stack_lines
 from cuvil_ref.frontend.op_table import ATEN_TABLE, FUNCTION_TABLE, supported_names
 from cuvil_ref.frontend.shared_weights import SharedWeights
 from cuvil_ref.frontend.source_lines import user_frame
@@ -77,7 +78,8 @@ def export(
             dict(zip(names, shapes)) if names is not None else _positional_shapes(model, shapes)
         )
     try:
-        ep = torch.export.export(model, args, kwargs=kw or None, dynamic_shapes=dynamic_shapes)
+        with lazy_stack_lines():
+            ep = torch.export.export(model, args, kwargs=kw or None, dynamic_shapes=dynamic_shapes)
     except Exception as exc:
         src = exception_source(exc)
         where = f" at {src.describe()}" if src else ""
@@ -154,7 +156,7 @@ def _positional_shapes(model: torch.nn.Module, shapes: list[Any]) -> tuple[Any, 
 def decompose(ep: ExportedProgram, what: str = "the program") -> ExportedProgram:
     """Lower ``ep`` to Core ATen plus Cuvil's preserved ops (see ``decompositions.py``)."""
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), lazy_stack_lines():
             # torch 2.13's own run_decompositions deep-copies TreeSpecs and trips its own
             # LeafSpec deprecation; the user's code has nothing to change.
             warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
