@@ -57,9 +57,10 @@ def torch_to_cuvilir(
     first, then keyword inputs in the forward signature's order); ``dynamic_batch=True`` is
     ``{0: "batch"}``.
 
-    The module's constants are copies of the weights, unless ``shared`` is given: then they
-    view the weights' memory and ``shared`` records which tensors they view, so that the caller
-    can detect a later in-place change (``shared_weights.py``; ``cuvil.torch.compile`` does so).
+    The module's constants are copies of the weights, unless ``shared`` is given (export
+    capture): then they view the weights' memory and ``shared`` records which tensors they view,
+    so that the caller can detect a later in-place change (``shared_weights.py``;
+    ``cuvil.torch.compile`` does so).
     """
     import torch
 
@@ -106,7 +107,7 @@ def torch_to_cuvilir(
     if capture == "fx":
         from cuvil_ref.frontend.fx_capture import capture_fx
 
-        cx, inputs, (leaves, spec) = capture_fx(model, types, names, shared)
+        cx, inputs, (leaves, spec) = capture_fx(model, types, names)  # always copies
     else:
         from cuvil_ref.frontend.export_capture import capture_export
 

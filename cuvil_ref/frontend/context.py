@@ -122,6 +122,9 @@ class Converter:
         #: when set, weights are viewed rather than copied and recorded here
         #: (``shared_weights.py``); None copies every tensor
         self.shared = shared
+        #: storages (``data_ptr``) of the weights the captured program itself writes in place:
+        #: a tensor in one of them is copied even when sharing (a folded alias included)
+        self.written_storages: frozenset[int] = frozenset()
         self.provenance: Provenance | None = None
         self.node_name: str = "v"
         #: torch's own result for the node being converted (export: ``node.meta["val"]``, a
@@ -167,7 +170,11 @@ class Converter:
     def _array(self, name: str, value: Any) -> np.ndarray:
         """A read-only array of ``value``: a view of a torch tensor's memory where ``shared``
         allows it, else a copy."""
-        if self.shared is not None and _is_torch_tensor(value):
+        if (
+            self.shared is not None
+            and _is_torch_tensor(value)
+            and value.untyped_storage().data_ptr() not in self.written_storages
+        ):
             view = self.shared.view(name, value)
             if view is not None:
                 return view

@@ -192,6 +192,11 @@ def convert_program(
     (leaves, torch TreeSpec). ``shared``: see ``Converter.shared``."""
     cx = Converter(shared=shared)
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs if hasattr(s.arg, "name")}
+    if shared is not None:
+        cx.written_storages = frozenset(
+            _weight(ep, target).untyped_storage().data_ptr()
+            for target in _written_weights(ep, specs)
+        )
     scope = ExportScope(cx, ep.graph_module)
     inputs: list[Value] = []
     outputs: list[Any] = []
@@ -208,12 +213,7 @@ def convert_program(
                 inputs.append(value)
                 scope.env[node] = value
             elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
-                tensor = (
-                    ep.state_dict[spec.target]
-                    if spec.target in ep.state_dict
-                    else ep.constants[spec.target]
-                )
-                scope.folder.add_weight(node, spec.target, tensor)
+                scope.folder.add_weight(node, spec.target, _weight(ep, spec.target))
             elif spec.kind == InputKind.CONSTANT_TENSOR:
                 scope.folder.add_weight(node, spec.target, ep.constants[spec.target])
             else:
@@ -233,6 +233,42 @@ def convert_program(
     if spec is None:
         return cx, inputs, pytree.tree_flatten(user_outputs)
     return cx, inputs, (user_outputs, spec)
+
+
+def _written_weights(ep: ExportedProgram, specs: Mapping[str, Any]) -> set[str]:
+    """The parameters and buffers the program may write in place: those the signature lists as
+    mutated, and every one an in-place op's arguments depend on (``embedding_renorm_`` of
+    ``detach(weight)``). The model changes them itself when run eagerly, so they are copied
+    rather than shared (a shared one would trip the compiled module's change check)."""
+    sig = ep.graph_signature
+    written = set(sig.buffers_to_mutate.values())
+    written |= set(getattr(sig, "parameters_to_mutate", {}).values())
+    stack = [a for n in ep.graph.nodes if _writes_in_place(n) for a in n.all_input_nodes]
+    seen: set[torch.fx.Node] = set()
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n.op == "placeholder":
+            spec = specs.get(n.name)
+            if spec is not None and spec.target:
+                written.add(spec.target)
+        else:
+            stack.extend(n.all_input_nodes)
+    return written
+
+
+def _weight(ep: ExportedProgram, target: str) -> torch.Tensor:
+    """A parameter or buffer of the program (non-persistent buffers live in ``constants``)."""
+    return ep.state_dict[target] if target in ep.state_dict else ep.constants[target]
+
+
+def _writes_in_place(node: torch.fx.Node) -> bool:
+    schema = getattr(node.target, "_schema", None) if node.op == "call_function" else None
+    if schema is None:
+        return False
+    return schema.is_mutable or (schema.name.endswith("_") and not schema.name.endswith("__"))
 
 
 #: Python operators an exported graph may call directly (the rest are ATen ops).

@@ -11,8 +11,10 @@ in-place write through torch bumps (``p.mul_()`` under ``no_grad``, ``load_state
 new raw ones; rebinding a parameter (``m.weight = Parameter(...)``, ``p.data = t``) leaves the
 viewed memory alone, so the snapshot stays valid.
 
-Not shared (copied instead): tensors that are not contiguous CPU tensors, and inference-mode
-tensors, which have no version counter to watch.
+Not shared (copied instead): tensors that are not contiguous CPU tensors, views, weights the
+model writes in place itself when run (``Embedding(max_norm=...)`` renormalizes its rows, a
+buffer updated in ``forward``: see ``export_capture._written_weights``), and inference-mode
+tensors, which have no version counter to watch. The ``fx`` capture path copies everything.
 
 Not detected: writes that bypass torch's version counter -- in place through ``p.data``
 (``p.data.copy_(w)``; torch does not count those either, which is why autograd misses them),
@@ -49,8 +51,8 @@ class SharedWeights:
         tensor cannot be shared safely (the caller copies it)."""
         import torch
 
-        if tensor.device.type != "cpu" or not tensor.is_contiguous():
-            return None
+        if tensor.device.type != "cpu" or not tensor.is_contiguous() or tensor._is_view():
+            return None  # a view (a folded ``t(weight)``...) shares its base's fate: copy it
         try:
             version = tensor._version
         except RuntimeError:  # an inference-mode tensor: no version counter to watch

@@ -36,16 +36,24 @@ def _net() -> _Net:
 X = torch.randn(2, 4, generator=torch.Generator().manual_seed(1))
 
 
-@pytest.mark.parametrize("capture", ["export", "fx"])
-def test_shared_capture_views_the_weights_read_only(capture: str) -> None:
+def test_shared_capture_views_the_weights_read_only() -> None:
     net = _net()
     shared = SharedWeights()
-    mod = torch_to_cuvilir(net, example_inputs=(X,), capture=capture, shared=shared)
+    mod = torch_to_cuvilir(net, example_inputs=(X,), capture="export", shared=shared)
     consts = mod.graph.constants
     w = next(a for n, a in consts.items() if n.startswith("fc.weight"))
     assert np.shares_memory(w, net.fc.weight.detach().numpy())
     assert not w.flags.writeable
     assert len(shared) >= 4  # fc.weight, fc.bias, norm.weight, norm.bias (+ offset)
+
+
+def test_fx_capture_copies_even_when_sharing_is_asked() -> None:
+    net = _net()
+    shared = SharedWeights()
+    mod = torch_to_cuvilir(net, example_inputs=(X,), capture="fx", shared=shared)
+    weight = net.fc.weight.detach().numpy()
+    assert len(shared) == 0
+    assert not any(np.shares_memory(a, weight) for a in mod.graph.constants.values())
 
 
 def test_plain_capture_copies_the_weights() -> None:
@@ -94,20 +102,32 @@ def test_rebinding_a_parameter_keeps_the_snapshot() -> None:
     assert not torch.allclose(net(X), eager)
 
 
-def test_inference_mode_weights_are_copied() -> None:
+def test_inference_mode_and_view_tensors_are_not_shared() -> None:
     with torch.inference_mode():
-        net = _net()
+        frozen = torch.randn(3, 4)
+    base = torch.randn(4, 3)
     shared = SharedWeights()
-    mod = torch_to_cuvilir(net, example_inputs=(X.clone(),), capture="fx", shared=shared)
-    assert len(shared) == 0  # no version counter to watch: copied instead
-    w = next(a for n, a in mod.graph.constants.items() if n.startswith("fc.weight"))
-    assert not np.shares_memory(w, net.fc.weight.detach().numpy())
+    assert shared.view("frozen", frozen) is None  # no version counter to watch
+    assert shared.view("t", base.t()) is None  # not contiguous
+    assert shared.view("row", base[1:]) is None  # a view: its base may change
+    assert len(shared) == 0
 
 
 def test_bf16_weights_are_viewed() -> None:
-    net = _net().to(torch.bfloat16)
     shared = SharedWeights()
-    mod = torch_to_cuvilir(net, example_inputs=(X.to(torch.bfloat16),), capture="fx", shared=shared)
-    w = next(a for n, a in mod.graph.constants.items() if n.startswith("fc.weight"))
-    assert np.shares_memory(w, net.fc.weight.detach().view(torch.int16).numpy())
-    assert w.dtype.name == "bfloat16"
+    w = torch.randn(3, 4).to(torch.bfloat16)
+    array = shared.view("w", w)
+    assert array is not None and array.dtype.name == "bfloat16" and not array.flags.writeable
+    assert np.shares_memory(array, w.view(torch.int16).numpy())
+    np.testing.assert_array_equal(array.astype(np.float32), w.float().numpy())
+
+
+def test_weights_the_model_writes_itself_are_copied() -> None:
+    torch.manual_seed(0)
+    bag = torch.nn.EmbeddingBag(10, 4, max_norm=1.0, mode="sum").eval()  # renormalizes rows
+    idx = torch.tensor([[1, 2, 4, 5], [4, 3, 2, 9]])
+    cm = cuvil.torch.compile(bag, example_inputs=(idx,), cache=False)
+    want = bag(idx)  # eager writes the weight in place: not a change to the compiled snapshot
+    torch.testing.assert_close(cm(idx), want, rtol=1e-5, atol=1e-6)
+    weight = bag.weight.detach().numpy()
+    assert not any(np.shares_memory(a, weight) for a in cm.module.graph.constants.values())
