@@ -1,0 +1,62 @@
+"""float32 add, sub, mul and div over flat arrays, in chunks shared among the team's threads.
+
+numpy's ufuncs run on one thread; with two threads a transformer's elementwise steps (the
+attention scale over ``[heads, seq, seq]`` scores, residual adds) then leave the other core
+idle. The same IEEE float32 operations here give bit-identical results (no fastmath: NaN,
+infinities and signed zeros behave as in numpy). ``b`` is as large as ``a`` or one element (a
+scalar operand); ``out`` may be ``a`` itself.
+"""
+
+from __future__ import annotations
+
+from cuvil_kernels_cpu.kernels.atomics import grab
+from cuvil_kernels_cpu.kernels.isa import kernel
+
+ADD, SUB, MUL, DIV = 0, 1, 2, 3
+CODES = {"add": ADD, "sub": SUB, "mul": MUL, "div": DIV}
+#: Elements per item (64 KiB of float32).
+CHUNK = 16384
+
+
+@kernel
+def binary_f32(a, b, out, op, work):  # type: ignore[no-untyped-def]
+    """out = a (op) b, flat; ``op`` one of ADD, SUB, MUL, DIV."""
+    n = out.size
+    n_items = (n + CHUNK - 1) // CHUNK
+    scalar = b.size == 1
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
+        lo = item * CHUNK
+        m = min(n, lo + CHUNK) - lo
+        x = a[lo : lo + m]
+        o = out[lo : lo + m]
+        if scalar:
+            s = b[0]
+            if op == ADD:
+                for i in range(m):
+                    o[i] = x[i] + s
+            elif op == SUB:
+                for i in range(m):
+                    o[i] = x[i] - s
+            elif op == MUL:
+                for i in range(m):
+                    o[i] = x[i] * s
+            else:
+                for i in range(m):
+                    o[i] = x[i] / s
+        else:
+            y = b[lo : lo + m]
+            if op == ADD:
+                for i in range(m):
+                    o[i] = x[i] + y[i]
+            elif op == SUB:
+                for i in range(m):
+                    o[i] = x[i] - y[i]
+            elif op == MUL:
+                for i in range(m):
+                    o[i] = x[i] * y[i]
+            else:
+                for i in range(m):
+                    o[i] = x[i] / y[i]
