@@ -59,6 +59,10 @@ class InputError(CuvilError):
     """Inputs given to a compiled module or the interpreter do not match its signature."""
 
 
+class WeightsChangedError(CuvilError):
+    """A compiled module's weights were written in place after compile (it is a snapshot)."""
+
+
 class CaptureError(CuvilError):
     """A PyTorch model could not be captured (training mode, control flow, unsupported op...)."""
 

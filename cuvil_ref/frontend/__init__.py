@@ -23,6 +23,7 @@ import numpy as np
 
 from cuvil_ref.errors import CaptureError
 from cuvil_ref.frontend import structure
+from cuvil_ref.frontend.shared_weights import SharedWeights
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Module, Value
 from cuvil_ref.ir.types import TensorType
@@ -43,6 +44,8 @@ def torch_to_cuvilir(
     dtype: Any = None,
     name: str | None = None,
     example_kwargs: Mapping[str, Any] | None = None,
+    *,
+    shared: SharedWeights | None = None,
 ) -> Module:
     """Capture ``model`` (an ``nn.Module`` in eval mode) as a verified Cuvil Module.
 
@@ -53,6 +56,10 @@ def torch_to_cuvilir(
     dims symbolic in every input (or pass a list with one dict per input, positional inputs
     first, then keyword inputs in the forward signature's order); ``dynamic_batch=True`` is
     ``{0: "batch"}``.
+
+    The module's constants are copies of the weights, unless ``shared`` is given: then they
+    view the weights' memory and ``shared`` records which tensors they view, so that the caller
+    can detect a later in-place change (``shared_weights.py``; ``cuvil.torch.compile`` does so).
     """
     import torch
 
@@ -99,12 +106,12 @@ def torch_to_cuvilir(
     if capture == "fx":
         from cuvil_ref.frontend.fx_capture import capture_fx
 
-        cx, inputs, (leaves, spec) = capture_fx(model, types, names)
+        cx, inputs, (leaves, spec) = capture_fx(model, types, names, shared)
     else:
         from cuvil_ref.frontend.export_capture import capture_export
 
         cx, inputs, (leaves, spec) = capture_export(
-            model, positional, list(keyword.values()), types, dynamic, names
+            model, positional, list(keyword.values()), types, dynamic, names, shared
         )
     outputs = [leaf for leaf in leaves if isinstance(leaf, Value)]
     recorded = structure.encode(spec, list(leaves), lambda v: isinstance(v, Value))

@@ -8,6 +8,7 @@ plain Python object (a shape, an int, a dtype). Sizes read from a symbolic dim a
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from cuvil_ref.errors import CaptureError
+from cuvil_ref.frontend.shared_weights import SharedWeights
 from cuvil_ref.ir.builder import GraphBuilder
 from cuvil_ref.ir.dtypes import DType
 from cuvil_ref.ir.graph import Provenance, Value
@@ -113,8 +115,13 @@ class Converter:
     A region of a control-flow op is converted with a Converter of its own around the region's
     builder (``GraphBuilder.region``)."""
 
-    def __init__(self, builder: GraphBuilder | None = None) -> None:
+    def __init__(
+        self, builder: GraphBuilder | None = None, shared: SharedWeights | None = None
+    ) -> None:
         self.builder = builder if builder is not None else GraphBuilder()
+        #: when set, weights are viewed rather than copied and recorded here
+        #: (``shared_weights.py``); None copies every tensor
+        self.shared = shared
         self.provenance: Provenance | None = None
         self.node_name: str = "v"
         #: torch's own result for the node being converted (export: ``node.meta["val"]``, a
@@ -151,11 +158,20 @@ class Converter:
     def weight(self, name: str, tensor: Any) -> Value:
         """A named constant for a parameter or buffer (shared when the same path recurs)."""
         if name not in self._named_constants:
-            self._named_constants[name] = self.builder.constant(name, to_numpy(tensor))
+            self._named_constants[name] = self.builder.constant(name, self._array(name, tensor))
         return self._named_constants[name]
 
     def constant(self, array: Any, hint: str = "const") -> Value:
-        return self.builder.constant(hint, to_numpy(array))
+        return self.builder.constant(hint, self._array(hint, array))
+
+    def _array(self, name: str, value: Any) -> np.ndarray:
+        """A read-only array of ``value``: a view of a torch tensor's memory where ``shared``
+        allows it, else a copy."""
+        if self.shared is not None and _is_torch_tensor(value):
+            view = self.shared.view(name, value)
+            if view is not None:
+                return view
+        return to_numpy(value)
 
     def scalar(self, value: Any, like: Value | None = None) -> Value:
         """A 0-d constant for a Python scalar, typed as PyTorch would for ``tensor op scalar``:
@@ -175,6 +191,11 @@ class Converter:
             floaty = dtype is not None and dtype.numpy.kind == "f" or dtype == DType.bf16
             dt = dtype if floaty else DType.f32
         return self.builder.constant("scalar", np.asarray(value, dtype=dt.numpy))
+
+
+def _is_torch_tensor(value: Any) -> bool:
+    torch = sys.modules.get("torch")  # a tensor can only exist once torch is imported
+    return torch is not None and isinstance(value, torch.Tensor)
 
 
 def to_numpy(tensor: Any) -> np.ndarray:

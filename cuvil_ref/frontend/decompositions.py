@@ -15,6 +15,7 @@ symbolic-size arithmetic -- a closed set that ``cuvil_ref.frontend.aten`` covers
 from __future__ import annotations
 
 import functools
+from collections.abc import Container
 from typing import Any
 
 #: High-level ops kept whole: each has a native Cuvil op (or a small composite of them).
@@ -100,7 +101,7 @@ HIGH_LEVEL_CONVERTED: frozenset[str] = frozenset(
 )
 
 
-def needs_decomposition(graph: Any, converted: frozenset[str]) -> bool:
+def needs_decomposition(graph: Any, converted: Container[str]) -> bool:
     """Whether an exported graph holds an op outside Core ATen, the preserved ops and
     ``HIGH_LEVEL_CONVERTED``, or any in-place op (only decomposition makes mutation of views
     functional, so those graphs always take it). ``converted``: the Core ATen op names."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import operator
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -32,6 +32,7 @@ from cuvil_ref.frontend.context import Converter, dtype_from_torch
 from cuvil_ref.frontend.decompositions import NO_OPS, decomposition_table, needs_decomposition
 from cuvil_ref.frontend.errors import Location, exception_source, located, unsupported
 from cuvil_ref.frontend.op_table import ATEN_TABLE, FUNCTION_TABLE, supported_names
+from cuvil_ref.frontend.shared_weights import SharedWeights
 from cuvil_ref.frontend.source_lines import user_frame
 from cuvil_ref.ir.graph import Value
 from cuvil_ref.ir.types import TensorType
@@ -93,10 +94,38 @@ def export(
 
 
 @functools.lru_cache(maxsize=1)
-def _core_names() -> frozenset[str]:
-    from cuvil_ref.frontend.aten.coverage import core_aten_ops
+def _core_names() -> Container[str]:
+    return _CoreAten()
 
-    return frozenset(core_aten_ops())
+
+class _CoreAten:
+    """Whether an op name (``aten::cos``) is in the Core ATen opset, decided per name on first
+    use: the same answer as ``coverage.core_aten_ops()``, without listing the whole opset (which
+    costs about 0.1 s; a graph holds a few dozen distinct ops)."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, bool] = {}
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        if name not in self._known:
+            self._known[name] = _is_core(name)
+        return self._known[name]
+
+
+def _is_core(name: str) -> bool:
+    namespace, _, base = name.partition("::")
+    if namespace != "aten" or not base:
+        return False
+    packet = getattr(torch.ops.aten, base, None)
+    if packet is None:
+        return False
+    for overload in packet.overloads():
+        op = getattr(packet, overload, None)
+        if op is not None and torch.Tag.core in op.tags:
+            return True
+    return False
 
 
 def _positional_shapes(model: torch.nn.Module, shapes: list[Any]) -> tuple[Any, ...]:
@@ -155,10 +184,11 @@ def convert_program(
     ep: ExportedProgram,
     input_types: Sequence[TensorType],
     names: Sequence[str] | None = None,
+    shared: SharedWeights | None = None,
 ) -> tuple[Converter, list[Value], Any]:
     """Convert an ExportedProgram; returns the converter, the input values and the outputs as
-    (leaves, torch TreeSpec)."""
-    cx = Converter()
+    (leaves, torch TreeSpec). ``shared``: see ``Converter.shared``."""
+    cx = Converter(shared=shared)
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs if hasattr(s.arg, "name")}
     scope = ExportScope(cx, ep.graph_module)
     inputs: list[Value] = []
@@ -391,5 +421,7 @@ def capture_export(
     input_types: Sequence[TensorType],
     dynamic: Sequence[Mapping[int, str]],
     names: Sequence[str] | None = None,
+    shared: SharedWeights | None = None,
 ) -> tuple[Converter, list[Value], Any]:
-    return convert_program(export(model, example, dynamic, kwargs, names), input_types, names)
+    ep = export(model, example, dynamic, kwargs, names)
+    return convert_program(ep, input_types, names, shared)

@@ -17,6 +17,7 @@ from cuvil_ref.errors import CaptureError, CuvilError
 from cuvil_ref.frontend.context import Converter
 from cuvil_ref.frontend.errors import Location, exception_source, located, unsupported
 from cuvil_ref.frontend.op_table import FUNCTION_TABLE, METHOD_TABLE, MODULE_TABLE, supported_names
+from cuvil_ref.frontend.shared_weights import SharedWeights
 from cuvil_ref.frontend.source_lines import user_frame
 from cuvil_ref.ir.graph import Value
 from cuvil_ref.ir.types import TensorType
@@ -116,11 +117,12 @@ def capture_fx(
     model: torch.nn.Module,
     input_types: Sequence[TensorType],
     names: Sequence[str] | None = None,
+    shared: SharedWeights | None = None,
 ) -> tuple[Converter, list[Value], Any]:
     """Convert ``model``; returns the converter, the input values and the outputs as (leaves,
-    torch TreeSpec) of the structure the model returns."""
+    torch TreeSpec) of the structure the model returns. ``shared``: see ``Converter.shared``."""
     graph = trace(model)
-    cx = Converter()
+    cx = Converter(shared=shared)
     env: dict[torch.fx.Node, Any] = {}
     inputs: list[Value] = []
     result: Any = None

@@ -58,9 +58,11 @@ def cuvil_plugin_api_version() -> str:
 def cuvil_targets() -> list[TargetInfo]:
     """Return the targets this pack provides.
 
-    Called once per process when targets are first listed or resolved. Names must be unique
-    across installed packs; a clash is reported and the later pack's target is ignored. Must be
-    cheap and must not touch the hardware (availability is a separate hook).
+    Called once per process, when the pack is loaded: the host loads a pack when a target named
+    like its entry point is resolved, or all packs when a target no loaded pack provides is
+    resolved or the targets are listed. Names must be unique across installed packs; a clash is
+    reported and the target of the pack loaded later is ignored. Must be cheap and must not
+    touch the hardware (availability is a separate hook).
 
     .. versionadded:: 1.0
     """

@@ -1,6 +1,10 @@
 """The plugin host: discovers kernel packs, isolates broken ones, resolves targets.
 
-Packs are found through the entry-point group ``cuvil.kernelpacks``. Each entry point is loaded
+Packs are found through the entry-point group ``cuvil.kernelpacks``. The process-wide host
+(``get_host``) imports a pack only when it is needed: resolving a target loads the pack whose
+entry point is named like the target (``ref``, ``cpu``...) and, if that does not provide it,
+every pack; reading the table of packs (``packs``, ``target_names``, ``cuvil targets``) loads
+them all. So compiling for ``ref`` does not import ninety packs. Each entry point is loaded
 inside a try block; a failure is recorded as a :class:`PackRecord` with the error and shown by
 ``cuvil targets``, and never stops other packs. The built-in ``ref`` target is registered through
 the same entry point; when ``cuvil_ref`` runs from a source tree that was never installed (no
@@ -55,35 +59,65 @@ class PluginHost:
     def __init__(self) -> None:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         self.pm.add_hookspecs(hookspecs)
-        self.packs: list[PackRecord] = []
+        self._packs: list[PackRecord] = []
+        self._pending: list[md.EntryPoint] = []  # found, not loaded yet (``defer_entry_points``)
+        self._seen_ref = False
+        self._load_lock = threading.RLock()
         self._targets: dict[str, tuple[TargetInfo, PackRecord]] = {}
         self._aliases: dict[str, str] = {}
         self._availability: dict[str, Availability] = {}
 
     # -- loading -----------------------------------------------------------------------------
     def load_entry_points(self) -> None:
-        seen_ref = False
-        for ep in md.entry_points(group=ENTRY_POINT_GROUP):
-            if ep.name == "ref":
-                seen_ref = True
-            version = ep.dist.version if ep.dist is not None else "?"
-            record = PackRecord(name=ep.name, module=ep.value, version=version)
-            try:
-                plugin = ep.load()
-            except Exception as exc:  # an import-time failure must not break other packs
-                record.error = f"import failed: {type(exc).__name__}: {exc}"
-                self.packs.append(record)
-                continue
-            self.register(plugin, record)
-        if not seen_ref:
-            from cuvil_ref import __version__
-            from cuvil_ref.plugin import ref_target
+        """Find and load every installed pack now."""
+        self.defer_entry_points()
+        self._load_pending()
 
-            self.register(ref_target, PackRecord("ref", "cuvil_ref.plugin.ref_target", __version__))
+    def defer_entry_points(self) -> None:
+        """Find the installed packs without importing them; each is loaded when first needed
+        (see the module docstring)."""
+        with self._load_lock:
+            self._pending.extend(md.entry_points(group=ENTRY_POINT_GROUP))
+
+    def _load_pending(self, name: str | None = None) -> None:
+        """Load the deferred packs: only the one whose entry point is ``name`` if given (none
+        when there is no such entry point), else all of them, then the built-in ``ref`` if no
+        entry point provided it."""
+        with self._load_lock:
+            chosen = [ep for ep in self._pending if name is None or ep.name == name]
+            for ep in chosen:
+                self._pending.remove(ep)
+                self._load(ep)
+            if not self._pending and not self._seen_ref:
+                from cuvil_ref import __version__
+                from cuvil_ref.plugin import ref_target
+
+                self._seen_ref = True
+                record = PackRecord("ref", "cuvil_ref.plugin.ref_target", __version__)
+                self.register(ref_target, record)
+
+    def _load(self, ep: md.EntryPoint) -> None:
+        if ep.name == "ref":
+            self._seen_ref = True
+        version = ep.dist.version if ep.dist is not None else "?"
+        record = PackRecord(name=ep.name, module=ep.value, version=version)
+        try:
+            plugin = ep.load()
+        except Exception as exc:  # an import-time failure must not break other packs
+            record.error = f"import failed: {type(exc).__name__}: {exc}"
+            self._packs.append(record)
+            return
+        self.register(plugin, record)
+
+    @property
+    def packs(self) -> list[PackRecord]:
+        """Every installed pack (loading the deferred ones), in load order."""
+        self._load_pending()
+        return self._packs
 
     def register(self, plugin: Any, record: PackRecord) -> PackRecord:
         """Register one pack object/module (also used by tests for in-process packs)."""
-        self.packs.append(record)
+        self._packs.append(record)
         record.plugin = plugin
         try:
             self.pm.register(plugin, name=record.name)
@@ -116,20 +150,36 @@ class PluginHost:
 
     # -- queries -----------------------------------------------------------------------------
     def target_names(self) -> list[str]:
+        self._load_pending()
         return sorted(self._targets)
 
     def info(self, name: str) -> TargetInfo:
-        return self._targets[name][0]
+        return self._entry(name)[0]
 
     def pack_of(self, name: str) -> PackRecord:
-        return self._targets[name][1]
+        return self._entry(name)[1]
+
+    def _entry(self, name: str) -> tuple[TargetInfo, PackRecord]:
+        if name not in self._targets:
+            self._load_pending()
+        return self._targets[name]
+
+    def _lookup(self, spec: TargetSpec) -> str | None:
+        name = spec.name if spec.name in self._targets else self._aliases.get(spec.name)
+        if name is None and spec.arch:
+            name = spec.arch if spec.arch in self._targets else self._aliases.get(spec.arch)
+        return name
 
     def resolve(self, target: str | Mapping[str, Any] | TargetSpec) -> TargetSpec:
         """Resolve a user's target request to a TargetSpec with a canonical name and options."""
         spec = parse_target_spec(target)
-        name = spec.name if spec.name in self._targets else self._aliases.get(spec.name)
-        if name is None and spec.arch:
-            name = spec.arch if spec.arch in self._targets else self._aliases.get(spec.arch)
+        name = self._lookup(spec)
+        if name is None and self._pending:
+            self._load_pending(spec.name)  # the pack named like the target, if there is one
+            name = self._lookup(spec)
+            if name is None:
+                self._load_pending()
+                name = self._lookup(spec)
         if name is None:
             raise TargetError(
                 f"unknown target '{spec.requested or spec.name}'; installed targets: "
@@ -165,7 +215,7 @@ class PluginHost:
         record = self.pack_of(spec.name)
         others = [
             r.plugin
-            for r in self.packs
+            for r in self._packs
             if r is not record and r.plugin is not None and self.pm.is_registered(r.plugin)
         ]
         # Only the owning pack is asked, so a broken pack cannot disturb another's target.
@@ -222,12 +272,13 @@ _LOCK = threading.Lock()
 
 
 def get_host() -> PluginHost:
-    """The process-wide host, loading entry points on first use."""
+    """The process-wide host; it finds the entry points on first use and loads each pack when
+    it is needed."""
     global _HOST
     with _LOCK:
         if _HOST is None:
             host = PluginHost()
-            host.load_entry_points()
+            host.defer_entry_points()
             _HOST = host
         return _HOST
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from cuvil_ref.errors import CaptureError, CuvilError, InputError, TorchExportError
+from cuvil_ref.frontend.shared_weights import SharedWeights
 from cuvil_ref.ir.graph import Module
 from cuvil_ref.torch.compiled import CompiledModule
 
@@ -35,29 +36,34 @@ def _capture(
     capture: str,
     dynamic_dims: Any,
     dynamic_batch: bool,
-) -> tuple[Module, str]:
+) -> tuple[Module, str, SharedWeights]:
+    """The captured module, the capture path that produced it, and the model's tensors whose
+    memory the module's constants view (no weight is copied: see ``shared_weights.py``)."""
     from cuvil_ref.frontend import torch_to_cuvilir
 
-    def run(mode: str) -> Module:
-        return torch_to_cuvilir(
+    def run(mode: str) -> tuple[Module, str, SharedWeights]:
+        shared = SharedWeights()
+        module = torch_to_cuvilir(
             model,
             example_inputs=examples if examples or not kwargs else None,
             example_kwargs=kwargs or None,
             capture=mode,
             dynamic_dims=dynamic_dims,
             dynamic_batch=dynamic_batch,
+            shared=shared,
         )
+        return module, mode, shared
 
     if capture != "auto":
-        return run(capture), capture
+        return run(capture)
     try:
-        return run("export"), "export"
+        return run("export")
     except TorchExportError as export_error:
         # torch.export could not trace the model (data-dependent Python, say): torch.fx may.
         # A model that exported but holds an op Cuvil refuses keeps that error: fx would only
         # trace the same op, or worse, bake a call such as torch.rand(3) into a constant.
         try:
-            return run("fx"), "fx"
+            return run("fx")
         except CaptureError as fx_error:
             raise CaptureError(
                 f"capture='auto' failed with both paths.\n  export: {export_error}\n  fx: "
@@ -169,7 +175,9 @@ def compile(
     signature = _signature(model)
 
     def build(examples: tuple[Any, ...], kwargs: dict[str, Any]) -> CompiledModule:
-        module, mode = _capture(model, examples, kwargs, capture, dynamic_dims, dynamic_batch)
+        module, mode, shared = _capture(
+            model, examples, kwargs, capture, dynamic_dims, dynamic_batch
+        )
         calib = None
         if quantize in ("int8", "mixed"):
             if calibration_data is None:
@@ -194,13 +202,13 @@ def compile(
             cache=cache,
             quant_options=quant_options,
         )
-        return CompiledModule(program, capture=mode, signature=signature, options=options)
+        return CompiledModule(
+            program, capture=mode, signature=signature, options=options, weights=shared
+        )
 
     if isinstance(example_inputs, dict):
         if example_kwargs:
-            raise InputError(
-                "give keyword inputs either as example_inputs={...} or example_kwargs"
-            )
+            raise InputError("give keyword inputs either as example_inputs={...} or example_kwargs")
         example_inputs, example_kwargs = (), example_inputs
     if example_inputs is None and not example_kwargs:
         return _LazyCompiled(build, signature)

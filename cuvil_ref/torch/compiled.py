@@ -19,6 +19,7 @@ import numpy as np
 
 from cuvil_ref.errors import InputError
 from cuvil_ref.frontend import input_names, output_structure, structure
+from cuvil_ref.frontend.shared_weights import SharedWeights
 from cuvil_ref.ir.graph import Module
 from cuvil_ref.ir.types import format_shape
 from cuvil_ref.lowering.program import CompiledProgram
@@ -34,8 +35,12 @@ class CompiledModule:
         capture: str,
         signature: inspect.Signature | None = None,
         options: dict[str, Any] | None = None,
+        weights: SharedWeights | None = None,
     ) -> None:
         self.program = program
+        #: the model's tensors whose memory the program's constants view (None: all copied);
+        #: checked before every use of the constants, since the module is a snapshot
+        self._weights = weights
         self._capture = capture
         self._signature = signature
         self._options = dict(options or {})
@@ -46,10 +51,20 @@ class CompiledModule:
 
     @property
     def module(self) -> Module:
-        """The compiled (optimized, possibly quantized) IR module: the oracle for this model."""
+        """The compiled (optimized, possibly quantized) IR module: the oracle for this model.
+        Raises WeightsChangedError once the model's weights, which its constants may view,
+        were changed in place."""
+        self.check_weights()
         return self.program.module
 
+    def check_weights(self) -> None:
+        """Raise WeightsChangedError if the model's weights were written in place since
+        compile (see ``cuvil_ref.frontend.shared_weights``)."""
+        if self._weights is not None:
+            self._weights.check()
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.check_weights()
         values = self._bind(args, kwargs)
         arrays, torch_in = [], not values  # no inputs at all: a torch model gives torch
         for x in values:
@@ -66,7 +81,7 @@ class CompiledModule:
         return structure.rebuild(self._structure, outs)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
-        n = len(self.module.inputs)
+        n = len(self.program.module.inputs)
         if self._input_names is not None and self._signature is not None:
             return self._bind_by_name(args, kwargs)
         if self._signature is None or not kwargs:
@@ -109,8 +124,7 @@ class CompiledModule:
         missing = [k for k in wanted if k not in given]
         if missing:
             raise InputError(
-                f"the model was compiled with inputs {wanted}; this call does not give "
-                f"{missing}"
+                f"the model was compiled with inputs {wanted}; this call does not give {missing}"
             )
         extra = [k for k in given if k not in wanted]
         if extra:
@@ -121,15 +135,15 @@ class CompiledModule:
         return [given[k] for k in wanted]
 
     def _count_message(self, got: int) -> str:
-        want = ", ".join(f"{v.name}: {v.type}" for v in self.module.inputs)
-        return f"expected {len(self.module.inputs)} inputs ({want}), received {got}"
+        want = ", ".join(f"{v.name}: {v.type}" for v in self.program.module.inputs)
+        return f"expected {len(self.program.module.inputs)} inputs ({want}), received {got}"
 
     def check_inputs(self, arrays: Sequence[np.ndarray]) -> None:
         """Raise InputError stating expected vs received count, shape or dtype."""
-        if len(arrays) != len(self.module.inputs):
+        if len(arrays) != len(self.program.module.inputs):
             raise InputError(self._count_message(len(arrays)))
         bound: dict[str, tuple[int, str]] = {}
-        for i, (v, a) in enumerate(zip(self.module.inputs, arrays)):
+        for i, (v, a) in enumerate(zip(self.program.module.inputs, arrays)):
             want = v.type
             label = f"input {i} ('{v.name}')"
             if a.dtype != want.dtype.numpy:
@@ -171,7 +185,7 @@ class CompiledModule:
         """target, partitions, per-pass timings, memory, quantization, cache and pack metrics."""
         data = self.program.report()
         data["capture"] = self._capture
-        folded = self.module.metadata.get("folded_at_capture")
+        folded = self.program.module.metadata.get("folded_at_capture")
         data["folded_at_capture"] = json.loads(folded) if folded else {"nodes": 0}
         data["options"] = dict(self._options)
         return data
@@ -180,11 +194,12 @@ class CompiledModule:
         """Write the compiled IR as a ``.cuvilir`` artifact (target and options in meta.json)."""
         kwargs.setdefault("target", self.program.target.to_json())
         kwargs.setdefault("options", {"opt_level": self.program.report_data.get("opt_level")})
-        self.module.save(path, **kwargs)
+        self.module.save(path, **kwargs)  # ``module`` checks the weights first
 
     def __repr__(self) -> str:
-        ins = ", ".join(str(v.type) for v in self.module.inputs)
-        return f"CompiledModule(@{self.module.name}({ins}), target={self.program.target.name!r})"
+        module = self.program.module
+        ins = ", ".join(str(v.type) for v in module.inputs)
+        return f"CompiledModule(@{module.name}({ins}), target={self.program.target.name!r})"
 
 
 _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="cuvil-call")

@@ -75,3 +75,19 @@ def test_dynamic_dim_folded_into_a_product_is_refused_clearly() -> None:
     model, shape = get_model("torch_encoder_layer")
     with pytest.raises(cuvil.CuvilError, match="make those dims static"):
         torch_to_cuvilir(model, input_shape=shape, capture="export", dynamic_batch=True)
+
+
+def test_core_aten_membership_matches_the_listed_opset() -> None:
+    from cuvil_ref.frontend.aten.coverage import core_aten_ops
+    from cuvil_ref.frontend.export_capture import _CoreAten
+
+    listed = set(core_aten_ops())
+    lazy = _CoreAten()
+    assert all(name in lazy for name in listed)
+    others = {
+        f"aten::{qualified[len('aten::') :].partition('.')[0]}"
+        for qualified in torch._C._dispatch_get_all_op_names()
+        if qualified.startswith("aten::")
+    } - listed
+    assert others and not any(name in lazy for name in others)
+    assert "prims::add" not in lazy and "aten::" not in lazy

@@ -94,3 +94,23 @@ def test_spec_recorded_in_an_artifact_reads_back(host: PluginHost) -> None:
     assert host.resolve(recorded).to_json() == recorded
     with pytest.raises(TargetError, match="'requested' must be a target name"):
         parse_target_spec({**recorded, "requested": 3})
+
+
+def test_deferred_host_loads_only_the_pack_a_target_needs() -> None:
+    h = PluginHost()
+    h.defer_entry_points()
+    assert h.resolve("ref").name == "ref"
+    assert [r.name for r in h._packs] == ["ref"]  # the other installed packs stay unimported
+    assert h.pack_of("ref").name == "ref"  # a loaded target's queries load nothing more
+    assert len(h._packs) == 1
+    names = {r.name for r in h.packs}  # reading the table loads every pack
+    assert names >= {"ref", "cpu"}
+    assert len(h.packs) == len(names)  # each loaded once
+
+
+def test_deferred_host_loads_everything_for_a_target_no_entry_point_names() -> None:
+    h = PluginHost()
+    h.defer_entry_points()
+    with pytest.raises(TargetError, match="installed targets: .*ref"):
+        h.resolve("no-such-target")
+    assert {"ref", "cpu"} <= {r.name for r in h._packs}
