@@ -60,3 +60,25 @@ def binary_f32(a, b, out, op, work):  # type: ignore[no-untyped-def]
             else:
                 for i in range(m):
                     o[i] = x[i] / y[i]
+
+
+@kernel
+def where_f32(cond, a, b, out, work):  # type: ignore[no-untyped-def]
+    """out = a if cond else b, flat; ``cond`` repeats with period ``cond.size`` (broadcast over
+    leading axes, e.g. an attention mask ``[1, 1, S, S]`` over ``[1, heads, S, S]`` scores);
+    ``a`` and ``b`` are as large as ``out`` or one element."""
+    n = out.size
+    period = cond.size
+    n_items = (n + CHUNK - 1) // CHUNK
+    sa = a.size == 1
+    sb = b.size == 1
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
+        lo = item * CHUNK
+        hi = min(n, lo + CHUNK)
+        for i in range(lo, hi):
+            x = a[0] if sa else a[i]
+            y = b[0] if sb else b[i]
+            out[i] = x if cond[i % period] else y

@@ -113,6 +113,11 @@ def lower(node: Node, cx: LowerContext) -> None:
     elif op in CLAMPS and f32:
         lo, hi = _bounds(node)
         cx.add(_clamp, names, [out.name], algo="numpy", static=(lo, hi), in_place=True)
+    elif op == "where" and _where_flat(cx, names, out.shape):
+        size = int(np.prod(out.shape, dtype=np.int64))
+        flat = [cx.reshaped(n, (max(1, int(np.prod(cx.bufs[n].shape, dtype=np.int64))),))
+                for n in names]  # fmt: skip
+        cx.add(pointwise.where_f32, flat, [cx.reshaped(out.name, (size,))], algo="pointwise")
     elif op == "where" and cx.bufs[names[1]].dtype == cx.bufs[names[2]].dtype == out.dtype:
         cx.add(_where, names, [out.name], algo="numpy")
     else:
@@ -128,6 +133,27 @@ def _flat_operands(cx: LowerContext, names: list[str], shape: tuple[int, ...]) -
         return False
     b = cx.bufs[names[1]].shape
     return b == tuple(shape) or int(np.prod(b, dtype=np.int64)) == 1
+
+
+def _where_flat(cx: LowerContext, names: list[str], shape: tuple[int, ...]) -> bool:
+    """Whether ``where(cond, a, b)`` is flat: ``cond`` broadcast over leading axes only (its
+    trailing axes are the output's), ``a`` and ``b`` of the output's shape or one element."""
+    cond = cx.bufs[names[0]].shape
+    if len(cond) > len(shape) or cx.bufs[names[0]].dtype != np.bool_:
+        return False
+    if any(cx.bufs[n].dtype != np.float32 for n in names[1:]) or len(names) != 3:
+        return False
+    pad = (1,) * (len(shape) - len(cond)) + tuple(cond)
+    lead = 0
+    while lead < len(shape) and pad[lead] == 1:
+        lead += 1
+    if tuple(pad[lead:]) != tuple(shape[lead:]):
+        return False
+    for n in names[1:]:
+        s = cx.bufs[n].shape
+        if s != tuple(shape) and int(np.prod(s, dtype=np.int64)) != 1:
+            return False
+    return True
 
 
 def _ufunc2(a: np.ndarray, b: np.ndarray, out: np.ndarray, fn: Any) -> None:
