@@ -76,9 +76,29 @@ def where_f32(cond, a, b, out, work):  # type: ignore[no-untyped-def]
         item = grab(work)
         if item >= n_items:
             break
-        lo = item * CHUNK
-        hi = min(n, lo + CHUNK)
-        for i in range(lo, hi):
-            x = a[0] if sa else a[i]
-            y = b[0] if sb else b[i]
-            out[i] = x if cond[i % period] else y
+        i = item * CHUNK
+        hi = min(n, i + CHUNK)
+        j = i % period
+        while i < hi:
+            # one run of the condition without wrapping: the inner loops vectorize
+            m = min(hi - i, period - j)
+            c = cond[j : j + m]
+            o = out[i : i + m]
+            if sa and sb:
+                x, y = a[0], b[0]
+                for t in range(m):
+                    o[t] = x if c[t] else y
+            elif sb:
+                av, y = a[i : i + m], b[0]
+                for t in range(m):
+                    o[t] = av[t] if c[t] else y
+            elif sa:
+                x, bv = a[0], b[i : i + m]
+                for t in range(m):
+                    o[t] = x if c[t] else bv[t]
+            else:
+                av, bv = a[i : i + m], b[i : i + m]
+                for t in range(m):
+                    o[t] = av[t] if c[t] else bv[t]
+            i += m
+            j = 0
