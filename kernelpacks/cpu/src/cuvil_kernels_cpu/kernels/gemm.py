@@ -294,6 +294,13 @@ def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg
         if direct:
             abuf = np.empty((MR, k), np.float32)
             a_addr = x_addr + r0 * cin * 4
+            last0 = r0 + (t1 - t0 - 1) * MR
+            if m - last0 < MR:
+                # The last rows of the input, staged once per item (not once per panel) so the
+                # tile never reads past x: a batch-1 linear layer is one such tile per panel.
+                for i in range(MR):
+                    for c in range(k):
+                        abuf[i, c] = x2[last0 + i, c] if last0 + i < m else 0.0
         else:
             abuf = np.empty(((t1 - t0) * MR, k), np.float32)
             _gather_rows(x, abuf, r0, rows, g, geom, oh, ow)
@@ -309,11 +316,7 @@ def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg
                 nrows = min(MR, m - row0)
                 a_tile = a_addr + t * MR * k * 4
                 if direct and nrows < MR:
-                    # The last rows of the input: stage them so the tile never reads past x.
-                    for i in range(MR):
-                        for c in range(k):
-                            abuf[i, c] = x2[row0 + i, c] if i < nrows else 0.0
-                    a_tile = abuf.ctypes.data
+                    a_tile = abuf.ctypes.data  # staged above
                 if nrows == MR:
                     c_addr = out_addr + (row0 * o + col0) * 4
                     r_addr = res_addr + (row0 * o + col0) * 4 if res_mode != RES_NONE else bias_addr

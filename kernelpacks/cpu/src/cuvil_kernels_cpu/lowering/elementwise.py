@@ -1,6 +1,8 @@
 """Lowering of pointwise ops: numpy ufuncs writing into the step's output buffer.
 
-Pointwise ops are memory-bound; numpy's SIMD loops run them at memory speed, release the GIL,
+float32 add/sub/mul/div over operands of one shape (or with a scalar) run on the team
+(:mod:`cuvil_kernels_cpu.kernels.pointwise`, the same IEEE operations). The rest: pointwise ops
+are memory-bound; numpy's SIMD loops run them at memory speed, release the GIL,
 and compute exactly what the interpreter computes (the same ufuncs on the same dtypes), so
 these results are bit-exact. float32 arithmetic, comparisons and the clamp family call the
 ufunc with ``out=``; other dtypes and the remaining activations evaluate the op's registered
@@ -18,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from cuvil_kernels_cpu.kernels import pointwise
 from cuvil_kernels_cpu.lowering.common import ANY, FLOAT, GELU_TANH, INF, attr, dtypes
 from cuvil_kernels_cpu.lowering.context import TO_NHWC, LowerContext
 from cuvil_ref.ir.graph import Node
@@ -96,7 +99,13 @@ def lower(node: Node, cx: LowerContext) -> None:
     out = cx.output(node.outputs[0], nhwc=nhwc)
     f32 = all(cx.bufs[n].dtype == np.float32 for n in names) and out.dtype == np.float32
     op = node.op
-    if op in BINARY_UFUNC and f32:
+    if op in pointwise.CODES and f32 and _flat_operands(cx, names, out.shape):
+        size = int(np.prod(out.shape, dtype=np.int64))
+        flat = [cx.reshaped(n, (max(1, int(np.prod(cx.bufs[n].shape, dtype=np.int64))),))
+                for n in names]  # fmt: skip
+        cx.add(pointwise.binary_f32, flat, [cx.reshaped(out.name, (size,))], algo="pointwise",
+               static=(pointwise.CODES[op],), in_place=True)  # fmt: skip
+    elif op in BINARY_UFUNC and f32:
         cx.add(_ufunc2, names, [out.name], algo="numpy", static=(BINARY_UFUNC[op],),
                in_place=True)  # fmt: skip
     elif op in COMPARE_UFUNC and len({cx.bufs[n].dtype for n in names}) == 1:
@@ -104,12 +113,47 @@ def lower(node: Node, cx: LowerContext) -> None:
     elif op in CLAMPS and f32:
         lo, hi = _bounds(node)
         cx.add(_clamp, names, [out.name], algo="numpy", static=(lo, hi), in_place=True)
+    elif op == "where" and _where_flat(cx, names, out.shape):
+        size = int(np.prod(out.shape, dtype=np.int64))
+        flat = [cx.reshaped(n, (max(1, int(np.prod(cx.bufs[n].shape, dtype=np.int64))),))
+                for n in names]  # fmt: skip
+        cx.add(pointwise.where_f32, flat, [cx.reshaped(out.name, (size,))], algo="pointwise")
     elif op == "where" and cx.bufs[names[1]].dtype == cx.bufs[names[2]].dtype == out.dtype:
         cx.add(_where, names, [out.name], algo="numpy")
     else:
         ref = get_op(op).reference
         cx.add(_reference, names, [out.name], algo="numpy-ref", static=(ref, dict(node.attrs)),
                in_place=True)  # fmt: skip
+
+
+def _flat_operands(cx: LowerContext, names: list[str], shape: tuple[int, ...]) -> bool:
+    """Whether a binary op is elementwise over flat storage: ``a`` has the output's shape and
+    ``b`` too or a single element (no other broadcast)."""
+    if len(names) != 2 or cx.bufs[names[0]].shape != tuple(shape):
+        return False
+    b = cx.bufs[names[1]].shape
+    return b == tuple(shape) or int(np.prod(b, dtype=np.int64)) == 1
+
+
+def _where_flat(cx: LowerContext, names: list[str], shape: tuple[int, ...]) -> bool:
+    """Whether ``where(cond, a, b)`` is flat: ``cond`` broadcast over leading axes only (its
+    trailing axes are the output's), ``a`` and ``b`` of the output's shape or one element."""
+    cond = cx.bufs[names[0]].shape
+    if len(cond) > len(shape) or cx.bufs[names[0]].dtype != np.bool_:
+        return False
+    if any(cx.bufs[n].dtype != np.float32 for n in names[1:]) or len(names) != 3:
+        return False
+    pad = (1,) * (len(shape) - len(cond)) + tuple(cond)
+    lead = 0
+    while lead < len(shape) and pad[lead] == 1:
+        lead += 1
+    if tuple(pad[lead:]) != tuple(shape[lead:]):
+        return False
+    for n in names[1:]:
+        s = cx.bufs[n].shape
+        if s != tuple(shape) and int(np.prod(s, dtype=np.int64)) != 1:
+            return False
+    return True
 
 
 def _ufunc2(a: np.ndarray, b: np.ndarray, out: np.ndarray, fn: Any) -> None:
