@@ -13,10 +13,11 @@ silently wrong graph.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 import warnings
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -78,7 +79,7 @@ def export(
             dict(zip(names, shapes)) if names is not None else _positional_shapes(model, shapes)
         )
     try:
-        with lazy_stack_lines():
+        with _lean_export():
             ep = torch.export.export(model, args, kwargs=kw or None, dynamic_shapes=dynamic_shapes)
     except Exception as exc:
         src = exception_source(exc)
@@ -93,6 +94,22 @@ def export(
     if not needs_decomposition(ep.graph, _core_names()):
         return ep
     return decompose(ep, type(model).__name__)
+
+
+@contextlib.contextmanager
+def _lean_export() -> Iterator[None]:
+    """torch.export doing less work that Cuvil never reads: recorded stack traces read their
+    source lines lazily (``lazy_stack_lines``), and the GraphModules its passes build regenerate
+    their Python code only when called (torch.fx's lazy graph modules, which Dynamo uses too;
+    export's passes recompile the graph six times). The graph is the same either way."""
+    try:
+        from torch.fx._lazy_graph_module import _use_lazy_graph_module
+    except ImportError:  # pragma: no cover - another torch: plain GraphModules
+        lazy_modules: Any = contextlib.nullcontext()
+    else:
+        lazy_modules = _use_lazy_graph_module(True)
+    with lazy_stack_lines(), lazy_modules:
+        yield
 
 
 @functools.lru_cache(maxsize=1)
@@ -156,7 +173,7 @@ def _positional_shapes(model: torch.nn.Module, shapes: list[Any]) -> tuple[Any, 
 def decompose(ep: ExportedProgram, what: str = "the program") -> ExportedProgram:
     """Lower ``ep`` to Core ATen plus Cuvil's preserved ops (see ``decompositions.py``)."""
     try:
-        with warnings.catch_warnings(), lazy_stack_lines():
+        with warnings.catch_warnings(), _lean_export():
             # torch 2.13's own run_decompositions deep-copies TreeSpecs and trips its own
             # LeafSpec deprecation; the user's code has nothing to change.
             warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
