@@ -6,9 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PIP="${PYTHON:-python3} -m pip"
-# Debian packages: hipcc (HIP compile checks) and prometheus (a real server evaluates the
-# Grafana dashboard's queries in tests/serve).
-for pkg in hipcc prometheus; do
+# Debian packages: hipcc (HIP compile checks), prometheus (a real server evaluates the Grafana
+# dashboard's queries in tests/serve) and wrk (the serving benchmark's C load generator).
+for pkg in hipcc prometheus wrk; do
     if ! command -v "$pkg" >/dev/null 2>&1; then
         if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
             (apt-get update -qq && apt-get install -y -qq "$pkg" >/dev/null) \

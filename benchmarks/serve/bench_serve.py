@@ -13,10 +13,11 @@ Measures, on loopback, each against its comparison in the same run:
 4. the batcher's own cost on a tiny model (the brief's MLP): one sequential client, batching
    off vs on (window 0), per request;
 5. 1 vs 2 instances (execution contexts) on the width-2048 MLP, batch-1 serving;
-6. a 60 s locust load at the highest rate the machine sustains (the users level with the best
-   throughput in a short closed-loop sweep, each user paced so that together they offer 80 % of
-   that rate: a saturated closed loop on these 2 cores times the load generator's own wait for
-   a core): failed requests, client P99 and -- when Debian's
+6. a 60 s load at the highest rate the machine sustains: with Debian's ``wrk`` (C; it leaves
+   the cores to the server) closed-loop connections at the best level of a short sweep; with
+   locust only, the users level with the best throughput in a sweep, each user paced so that
+   together they offer 80 % of that rate (a saturated locust on these 2 cores times its own
+   wait for a core): failed requests, client P99 and -- when Debian's
    ``prometheus`` is installed -- the P99 a real Prometheus computes from the server's histogram;
 7. where the limit is: server CPU per core, instance busy fraction and compute share during the
    batch-1 and batched runs, plus a py-spy profile of the server when py-spy is installed.
@@ -165,15 +166,22 @@ def load(
     seconds: float,
     out: Path,
     rate: float = 0.0,
+    generator: str = "locust",
 ) -> dict[str, Any]:
-    from cuvil_ref.serve.loadgen import run_locust
+    from cuvil_ref.serve.loadgen import run_locust, run_wrk
 
     before = scrape(server.metrics)
     t0 = time.monotonic()
-    stats = run_locust(
-        server.http, users=users, seconds=seconds, out_dir=out, model=model, shape=shape,
-        rate=rate,
-    )  # fmt: skip
+    if generator == "wrk":
+        stats = run_wrk(
+            server.http, connections=users, seconds=seconds, out_dir=out, model=model,
+            shape=shape,
+        )  # fmt: skip
+    else:
+        stats = run_locust(
+            server.http, users=users, seconds=seconds, out_dir=out, model=model, shape=shape,
+            rate=rate,
+        )  # fmt: skip
     wall = time.monotonic() - t0
     after = scrape(server.metrics)
     d = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
@@ -395,14 +403,17 @@ def main() -> int:
            "dynamic_batching": {"max_queue_delay_us": 500, "max_queue_size": 1024}}  # fmt: skip
     s = serve(make_repo(work, "tiny", models["tiny"], **cfg))
     try:
-        sweep = {u: load(s, "tiny", (1, 784), u, 6, out)["rps"] for u in (1, 2, 4, 8, 16)}
+        # wrk (C) when installed: closed-loop connections at the best level of a sweep. With
+        # locust only, the soak offers SOAK_SHARE of the best closed-loop rate, paced: at
+        # saturation locust, on the same two cores, measures its own wait for a core.
+        gen = "wrk" if shutil.which("wrk") else "locust"
+        levels = (1, 2, 4, 8, 16, 32) if gen == "wrk" else (1, 2, 4, 8, 16)
+        sweep = {u: load(s, "tiny", (1, 784), u, 6, out, generator=gen)["rps"] for u in levels}
         best = max(sweep, key=sweep.get)
-        # The soak offers SOAK_SHARE of the best closed-loop rate, paced: at saturation the
-        # load generator, on the same two cores, measures its own wait for a core as latency.
-        per_user = SOAK_SHARE * sweep[best] / best
+        per_user = SOAK_SHARE * sweep[best] / best if gen == "locust" else 0.0
 
         def soak():
-            return load(s, "tiny", (1, 784), best, args.soak, out, rate=per_user)
+            return load(s, "tiny", (1, 784), best, args.soak, out, rate=per_user, generator=gen)
 
         soaked = prometheus_p99(s, work, 0.0, soak) or soak()
         soaked["sweep_rps"] = sweep
@@ -490,9 +501,15 @@ def markdown(r: dict[str, Any]) -> str:
     s = r["soak_tiny"]
     lines += [
         "",
-        f"Soak: {s['seconds']:.0f} s, {s['users']} users (the best level of the closed-loop "
-        f"sweep {s['sweep_rps']}) paced at {s['rate_per_user']:.1f} req/s each "
-        f"({SOAK_SHARE:.0%} of that level's rate): "
+        f"Soak ({s.get('generator', 'locust')}): {s['seconds']:.0f} s, {s['users']} "
+        f"users/connections (the best level of the closed-loop sweep "
+        f"{ {k: round(v) for k, v in s['sweep_rps'].items()} })"
+        + (
+            f" paced at {s['rate_per_user']:.1f} req/s each ({SOAK_SHARE:.0%} of that rate)"
+            if s["rate_per_user"]
+            else ", closed loop"
+        )
+        + ": "
         f"{s['requests']} requests, {s['failures']} failed, {s['rps']:.1f} req/s, client P99 "
         f"{s['p99_ms']} ms"
         + (

@@ -3,7 +3,9 @@
 ``run_locust`` starts locust in its own process (it monkey-patches the standard library with
 gevent, so it must not share an interpreter with anything else) and returns the aggregated row
 of its CSV statistics: request and failure counts, requests per second and percentiles in ms.
-Used by the CI load test and ``benchmarks/serve/bench_serve.py``.
+``run_wrk`` does the same with Debian's ``wrk`` (C, a small share of a core), which the
+benchmark's soak prefers when it is installed. Used by the CI load test and
+``benchmarks/serve/bench_serve.py``.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def run_locust(
         rows = {r["Name"]: r for r in csv.DictReader(f)}
     agg = rows["Aggregated"]
     return {
+        "generator": "locust",
         "users": users,
         "seconds": seconds,
         "rate_per_user": rate,
@@ -67,5 +70,82 @@ def run_locust(
         "p50_ms": float(agg["50%"]),
         "p99_ms": float(agg["99%"]),
         "avg_ms": float(agg["Average Response Time"]),
+        "exit_code": proc.returncode,
+    }
+
+
+_WRK_SCRIPT = """
+local f = io.open("{body}", "rb"); local body = f:read("*a"); f:close()
+wrk.method = "POST"; wrk.body = body
+wrk.headers["Content-Type"] = "application/octet-stream"
+wrk.headers["Inference-Header-Content-Length"] = "{header_len}"
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("CUVIL %d %d %d %f %f %f\\n", summary.requests,
+    e.connect + e.read + e.write + e.timeout + e.status, summary.duration,
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000, latency.mean / 1000))
+end
+"""
+
+
+def run_wrk(
+    host: str,
+    *,
+    connections: int,
+    seconds: float,
+    out_dir: str | Path,
+    model: str = "mlp",
+    input_name: str = "INPUT0",
+    shape: tuple[int, ...] = (1, 784),
+) -> dict[str, Any]:
+    """``connections`` closed-loop connections from wrk (Debian's ``wrk``, one thread), each
+    posting the same binary-extension request; the same statistics as :func:`run_locust`.
+
+    wrk is C: it needs a small share of a core where locust needs most of one, so on a 2-core
+    machine its latencies are the server's, not the load generator's wait for a core."""
+    import json
+
+    import numpy as np
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    header = json.dumps(
+        {
+            "inputs": [
+                {
+                    "name": input_name,
+                    "shape": list(shape),
+                    "datatype": "FP32",
+                    "parameters": {"binary_data_size": x.nbytes},
+                }
+            ],
+            "parameters": {"binary_data_output": True},
+        }
+    ).encode()
+    body = out / f"wrk-{model}.bin"
+    body.write_bytes(header + x.tobytes())
+    script = out / f"wrk-{model}.lua"
+    script.write_text(_WRK_SCRIPT.format(body=body, header_len=len(header)))
+    cmd = [
+        "wrk", "-t1", f"-c{connections}", f"-d{int(seconds)}s", "--timeout", "10s",
+        "-s", str(script), f"http://{host}/v2/models/{model}/infer",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("CUVIL ")), None)
+    if line is None:
+        raise RuntimeError(f"wrk printed no statistics (exit {proc.returncode}):\n{proc.stderr}")
+    n, failed, duration_us, p50, p99, mean = line.split()[1:]
+    return {
+        "generator": "wrk",
+        "users": connections,
+        "seconds": seconds,
+        "rate_per_user": 0.0,
+        "requests": int(n),
+        "failures": int(failed),
+        "rps": int(n) / (float(duration_us) / 1e6),
+        "p50_ms": float(p50),
+        "p99_ms": float(p99),
+        "avg_ms": float(mean),
         "exit_code": proc.returncode,
     }
