@@ -18,6 +18,8 @@ import functools
 from collections.abc import Container
 from typing import Any
 
+from cuvil_ref.frontend.aten.high_level import TABLE as HIGH_LEVEL_TABLE
+
 #: High-level ops kept whole: each has a native Cuvil op (or a small composite of them).
 PRESERVED: tuple[str, ...] = (
     "aten::linear",
@@ -93,12 +95,8 @@ HIGH_LEVEL_CONVERTED: frozenset[str] = frozenset(
         "aten::max_pool2d",
         "aten::__and__",
         "aten::__or__",
-        "aten::diff",
-        "aten::new_ones",
-        "aten::new_zeros",
-        "aten::new_full",
     }
-)
+) | frozenset(HIGH_LEVEL_TABLE)  # diff, new_ones... (frontend/aten/high_level.py)
 
 
 def needs_decomposition(graph: Any, converted: Container[str]) -> bool:
