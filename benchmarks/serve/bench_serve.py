@@ -18,7 +18,8 @@ Measures, on loopback, each against its comparison in the same run:
    locust only, the users level with the best throughput in a sweep, each user paced so that
    together they offer 80 % of that rate (a saturated locust on these 2 cores times its own
    wait for a core): failed requests, client P99 and -- when Debian's
-   ``prometheus`` is installed -- the P99 a real Prometheus computes from the server's histogram;
+   ``prometheus`` is installed -- the server's outcomes and the P99 a real Prometheus computes
+   from the server's histogram over exactly the soak's window (``soak_window.py``);
 7. where the limit is: server CPU per core, instance busy fraction and compute share during the
    batch-1 and batched runs, plus a py-spy profile of the server when py-spy is installed.
 
@@ -29,7 +30,6 @@ floor; the ratios in the same run are the result.
 from __future__ import annotations
 
 import argparse
-import bisect
 import json
 import shutil
 import statistics
@@ -45,6 +45,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from soak_window import soak_with_prometheus  # noqa: E402
 
 #: Share of the sweep's best closed-loop rate that the 60 s soak offers (paced users).
 SOAK_SHARE = 0.8
@@ -239,37 +241,6 @@ def profile(
     return {"samples": total, "shares": {g: round(c / max(1, total), 3) for g, c in counts.items()}}
 
 
-def prometheus_p99(server: Any, work: Path, client_p99_s: float, run) -> dict[str, Any] | None:
-    """Run ``run()`` under a real Prometheus; the server P99 it computes vs the client's."""
-    if shutil.which("prometheus") is None:
-        return None
-    from tests.serve.prometheus_server import Prometheus
-
-    prom = Prometheus(work, [server.metrics]).start()
-    try:
-        stats = run()
-        prom.wait_scraped("cuvil_requests_total")
-        rows = prom.query(
-            "histogram_quantile(0.99, sum by (le) (cuvil_request_duration_seconds_bucket))"
-        )
-        fails = prom.query('sum(cuvil_requests_total{outcome!="success"}) or vector(0)')
-    finally:
-        prom.stop()
-    from cuvil_ref.serve.metrics import LATENCY_BUCKETS
-
-    server_p99 = float(rows[0]["value"][1])
-    client = stats["p99_ms"] / 1e3
-    return {
-        **stats,
-        "prometheus_p99_ms": ms(server_p99),
-        "server_failed": float(fails[0]["value"][1]),
-        "bucket_distance": abs(
-            bisect.bisect_left(LATENCY_BUCKETS, server_p99)
-            - bisect.bisect_left(LATENCY_BUCKETS, client)
-        ),
-    }
-
-
 def batching(
     work: Path, out: Path, cm: Any, width: int, args: Any, instances: bool
 ) -> dict[str, Any]:
@@ -415,7 +386,7 @@ def main() -> int:
         def soak():
             return load(s, "tiny", (1, 784), best, args.soak, out, rate=per_user, generator=gen)
 
-        soaked = prometheus_p99(s, work, 0.0, soak) or soak()
+        soaked = soak_with_prometheus(s, work, soak) or soak()
         soaked["sweep_rps"] = sweep
     finally:
         s.stop()
@@ -513,8 +484,11 @@ def markdown(r: dict[str, Any]) -> str:
         f"{s['requests']} requests, {s['failures']} failed, {s['rps']:.1f} req/s, client P99 "
         f"{s['p99_ms']} ms"
         + (
-            f", Prometheus P99 {s['prometheus_p99_ms']} ms ({s['bucket_distance']} bucket(s) "
-            f"apart), server-side failures {s['server_failed']:.0f}."
+            f"; over the soak's {s['prometheus_window_s']:.0f} s window Prometheus counts "
+            f"{s['server_success']:.0f} successes, {s['server_failed']:.0f} failures and "
+            f"{s['server_cancelled_at_stop']:.0f} requests cancelled by the generator's stop "
+            f"(in flight when it closed its {s['users']} connections), and its P99 is "
+            f"{s['prometheus_p99_ms']} ms ({s['bucket_distance']} bucket(s) from the client's)."
             if "prometheus_p99_ms" in s
             else " (Prometheus not installed: no server P99 comparison)."
         ),

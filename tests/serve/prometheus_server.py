@@ -72,8 +72,17 @@ class Prometheus:
             raise AssertionError(f"{path} {params}: {body}")
         return body["data"]
 
-    def query(self, expr: str) -> list[dict[str, Any]]:
-        return self.api("query", query=expr)["result"]
+    def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
+        """Evaluate ``expr`` now, or at the Unix time ``at``."""
+        params = {"query": expr} if at is None else {"query": expr, "time": f"{at:.3f}"}
+        return self.api("query", **params)["result"]
+
+    def last_scrape(self, metric: str) -> float:
+        """The Unix time of the newest sample of ``metric`` (its last scrape)."""
+        rows = self.query(f"timestamp({metric})")
+        if not rows:
+            raise AssertionError(f"Prometheus holds no sample of {metric}")
+        return max(float(r["value"][1]) for r in rows)
 
     def wait_scraped(self, metric: str, timeout: float = 30) -> None:
         """Wait until a scrape that happened after now has landed."""
