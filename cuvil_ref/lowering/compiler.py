@@ -13,6 +13,7 @@ from typing import Any
 
 from cuvil_ref import cache as cache_mod
 from cuvil_ref.errors import TargetError
+from cuvil_ref.gc_pause import without_gc
 from cuvil_ref.ir.graph import Module
 from cuvil_ref.lowering.partition import HOST, REF, PartitionPlan, partition_graph
 from cuvil_ref.lowering.program import CompiledProgram, LoweredPartition
@@ -24,6 +25,7 @@ from cuvil_ref.plugin.types import Executable, TargetPreferences
 QUANTIZE_MODES = (None, "int8", "fp16", "bf16", "mixed")
 
 
+@without_gc
 def compile_module(
     module: Module,
     target: str | Mapping[str, Any] | TargetSpec = "ref",

@@ -16,6 +16,7 @@ import numpy as np
 
 from cuvil_ref.errors import CaptureError, CuvilError, InputError, TorchExportError
 from cuvil_ref.frontend.shared_weights import SharedWeights
+from cuvil_ref.gc_pause import without_gc
 from cuvil_ref.ir.graph import Module
 from cuvil_ref.torch.compiled import CompiledModule
 
@@ -121,6 +122,7 @@ def _to_numpy_batch(batch: Any) -> tuple[np.ndarray, ...]:
     return tuple(out)
 
 
+@without_gc  # see cuvil_ref/gc_pause.py: a full collection cost a quarter of a compile
 def compile(
     model: Any,
     target: Any = "ref",
@@ -174,6 +176,7 @@ def compile(
         raise CuvilError(f"fallback={fallback!r} is not one of ['allow', 'error']")
     signature = _signature(model)
 
+    @without_gc  # also when the model is captured on its first call
     def build(examples: tuple[Any, ...], kwargs: dict[str, Any]) -> CompiledModule:
         module, mode, shared = _capture(
             model, examples, kwargs, capture, dynamic_dims, dynamic_batch
