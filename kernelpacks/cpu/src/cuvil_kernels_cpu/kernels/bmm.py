@@ -12,7 +12,7 @@ import numpy as np
 
 from cuvil_kernels_cpu.kernels import mathf
 from cuvil_kernels_cpu.kernels.atomics import grab
-from cuvil_kernels_cpu.kernels.gemm import _finish_tile, _store_edge, tile_nv
+from cuvil_kernels_cpu.kernels.gemm import _finish_tile, _store_edge, tile_edge, tile_nv
 from cuvil_kernels_cpu.kernels.isa import MR, NR, kernel
 from cuvil_kernels_cpu.kernels.microkernel import RES_BEFORE
 
@@ -95,6 +95,5 @@ def bmm(a, packed, bias, res, out, lo, hi, act, res_mode, mb, work):  # type: ig
                 if post:
                     _finish_tile(out2, row0, MR, col0, ncols, res2, act, res_mode)
             else:
-                tile_nv(nv, a_addr, k, b_addr, NR, k, tmp.ctypes.data, NR, bias_addr, bias_addr, 0,
-                        _NEG_INF, _POS_INF, 0, 0)  # fmt: skip
+                tile_edge(nv, nrows, a_addr, k, b_addr, k, tmp.ctypes.data, bias_addr)
                 _store_edge(tmp, out2, row0, nrows, col0, ncols, res2, lo, hi, act, res_mode)

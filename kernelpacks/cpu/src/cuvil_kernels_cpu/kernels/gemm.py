@@ -35,6 +35,11 @@ from cuvil_kernels_cpu.kernels.microkernel import (
     tile_f32_masked_2,
     tile_f32_masked_3,
     tile_f32_masked_4,
+    tile_f32_r1,
+    tile_f32_r2,
+    tile_f32_r3,
+    tile_f32_r4,
+    tile_f32_r5,
 )
 
 #: res_mode values
@@ -232,6 +237,29 @@ def tile_nv_masked(nv, a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags,
 
 
 @serial_kernel
+def tile_edge(nv, nrows, a, lda, b, k, tmp, bias):  # type: ignore[no-untyped-def]
+    """``tmp[:nrows] = a[:nrows] @ b + bias`` for the last ``nrows < MR`` rows of an output
+    (``tmp`` is ``MR x NR``; rows past ``nrows`` are left as they are). A full-width panel
+    runs the tile of exactly ``nrows`` rows (M = 128 is 21 tiles of 6 and one of 2: the
+    full tile would compute 3 % more); a narrower one the ``nv``-vector tile of MR rows,
+    which is then cheaper."""
+    inf = np.float32(np.inf)
+    if nv == NR // 16 and nrows < MR:
+        if nrows == 1:
+            tile_f32_r1(a, lda, b, NR, k, tmp, NR, bias, bias, 0, -inf, inf, 0, 0)
+        elif nrows == 2:
+            tile_f32_r2(a, lda, b, NR, k, tmp, NR, bias, bias, 0, -inf, inf, 0, 0)
+        elif nrows == 3:
+            tile_f32_r3(a, lda, b, NR, k, tmp, NR, bias, bias, 0, -inf, inf, 0, 0)
+        elif nrows == 4:
+            tile_f32_r4(a, lda, b, NR, k, tmp, NR, bias, bias, 0, -inf, inf, 0, 0)
+        else:
+            tile_f32_r5(a, lda, b, NR, k, tmp, NR, bias, bias, 0, -inf, inf, 0, 0)
+    else:
+        tile_nv(nv, a, lda, b, NR, k, tmp, NR, bias, bias, 0, -inf, inf, 0, 0)
+
+
+@serial_kernel
 def _finish_tile(out2, row0, nrows, col0, ncols, res2, act, res_mode):  # type: ignore[no-untyped-def]
     """The non-clamp activation (and a residual added after it) over a stored tile."""
     mathf.activate_block(out2, row0, nrows, col0, ncols, res2, act, res_mode == RES_AFTER)
@@ -329,6 +357,5 @@ def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg
                     if post:
                         _finish_tile(out2, row0, MR, col0, ncols, res2, act, res_mode)
                 else:
-                    tile_nv(nv, a_tile, k, b_addr, NR, k, tmp.ctypes.data, NR, bias_addr,
-                            bias_addr, 0, _NEG_INF, _POS_INF, 0, 0)  # fmt: skip
+                    tile_edge(nv, nrows, a_tile, k, b_addr, k, tmp.ctypes.data, bias_addr)
                     _store_edge(tmp, out2, row0, nrows, col0, ncols, res2, lo, hi, act, res_mode)

@@ -163,8 +163,9 @@ def _masked_store(builder: ir.IRBuilder, value: ir.Value, base: ir.Value, index:
     builder.call(fn, [value, ptr, ir.Constant(_I32, 4), mask])
 
 
-def _tile_f32(nv: int, masked: bool = False) -> Any:
-    """The float32 tile intrinsic with ``nv`` 16-lane column vectors (1 to 4).
+def _tile_f32(nv: int, masked: bool = False, mr: int = MR) -> Any:
+    """The float32 tile intrinsic with ``nv`` 16-lane column vectors (1 to 4) and ``mr`` rows
+    (``MR``; fewer for the last rows of an output, so they are not computed in vain).
 
     ``masked``: one more argument, ``tail`` (1 to 16): only the first ``tail`` lanes of the
     last column vector are read from ``res`` and stored to ``c`` (AVX-512 masked moves), so a
@@ -187,36 +188,36 @@ def _tile_f32(nv: int, masked: bool = False) -> Any:
         fp = _F32.as_pointer()
         a0, b0 = builder.inttoptr(a_i, fp), builder.inttoptr(b_i, fp)
         fma = _fn(builder, "llvm.fma.v16f32", _VF, [_VF, _VF, _VF])
-        rows = [builder.mul(_const(i), lda_v) for i in range(MR)]
+        rows = [builder.mul(_const(i), lda_v) for i in range(mr)]
 
         def body(p: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
             boff = builder.mul(p, ldb_v)
             bv = [_vload(builder, b0, builder.add(boff, _const(16 * j)), _VF) for j in range(nv)]
             new = []
-            for i in range(MR):
+            for i in range(mr):
                 s = builder.load(builder.gep(a0, [builder.add(rows[i], p)]), align=4)
                 av = _splat(builder, s, _VF)
                 new.extend(builder.call(fma, [av, bv[j], accs[i * nv + j]]) for j in range(nv))
             return new
 
         zero = ir.Constant(_VF, None)
-        start = [zero] * (MR * nv)
+        start = [zero] * (mr * nv)
         init0 = builder.inttoptr(init_i, fp)
 
         def load_init(vals: list[ir.Value]) -> list[ir.Value]:
             return [_vload(builder, init0, _const(i * 16 * NV + 16 * j), _VF)
-                    for i in range(MR) for j in range(nv)]  # fmt: skip
+                    for i in range(mr) for j in range(nv)]  # fmt: skip
 
         start = _when(builder, builder.icmp_signed("!=", init_i, _const(0)), start, load_init)
-        acc = _k_loop(builder, k_v, MR * nv, _VF, body, start)
+        acc = _k_loop(builder, k_v, mr * nv, _VF, body, start)
         bias0 = builder.inttoptr(bias_i, fp)
         bvec = [_vload(builder, bias0, _const(16 * j), _VF) for j in range(nv)]
-        v = [builder.fadd(acc[i * nv + j], bvec[j]) for i in range(MR) for j in range(nv)]
+        v = [builder.fadd(acc[i * nv + j], bvec[j]) for i in range(mr) for j in range(nv)]
         r0 = builder.inttoptr(res_i, fp)
 
         def add_res(vals: list[ir.Value]) -> list[ir.Value]:
             out = []
-            for i in range(MR):
+            for i in range(mr):
                 base = builder.mul(_const(i), ldr_v)
                 for j in range(nv):
                     at = builder.add(base, _const(16 * j))
@@ -236,7 +237,7 @@ def _tile_f32(nv: int, masked: bool = False) -> Any:
         v = [builder.select(builder.fcmp_ordered(">", x, hi_s), hi_s, x) for x in v]
         v = _when(builder, has(RES_AFTER), v, add_res)
         c0 = builder.inttoptr(c_i, fp)
-        for i in range(MR):
+        for i in range(mr):
             base = builder.mul(_const(i), ldc_v)
             for j in range(nv):
                 at = builder.add(base, _const(16 * j))
@@ -258,6 +259,10 @@ tile_f32_masked_1 = _tile_f32(1, masked=True)
 tile_f32_masked_2 = _tile_f32(2, masked=True)
 tile_f32_masked_3 = _tile_f32(3, masked=True)
 tile_f32_masked_4 = _tile_f32(4, masked=True)
+#: full-width tiles of 1 .. 5 rows (MR is 6 on every ISA), for the last rows of an output
+tile_f32_r1, tile_f32_r2, tile_f32_r3, tile_f32_r4, tile_f32_r5 = (
+    _tile_f32(NV, mr=r) for r in range(1, 6)
+)
 #: the full-width tile (NV vectors)
 tile_f32 = (tile_f32_1, tile_f32_2, tile_f32_3, tile_f32_4)[NV - 1]
 
