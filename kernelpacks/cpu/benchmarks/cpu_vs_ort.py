@@ -107,15 +107,22 @@ def cuvil_program(model: Any, args: tuple[Any, ...], threads: int, **kw: Any) ->
     return compile_module(module, "cpu", opt_level=3, options=opts, **kw)
 
 
+#: Untimed runs at the start of each block last at least this long (seconds).
+SETTLE_S = 0.1
+
+
 def interleaved(
     fns: dict[str, Callable[[], Any]], rounds: int, warmup: int = 2, block: int = 4
 ) -> dict[str, float]:
     """Median seconds of each callable, timed in alternating blocks.
 
-    Each round runs every callable ``block + 1`` times in a row (the order flips every round)
-    and drops the first run of each block: ONNX Runtime's pool threads spin for a while after a
-    run, and a run started right after the other side's would find a core taken by that spin
-    (seen here: Cuvil's ResNet-18 at 19.9 ms right after an ORT run, 11.5 ms after its own).
+    Each round runs every callable in a block (the order flips every round): untimed runs for
+    at least ``SETTLE_S`` (one run at least), then ``block`` timed runs. ONNX Runtime's pool
+    threads spin after its last run and hold the second core meanwhile: measured here
+    (MobileNetV2, 2 threads, 2026-12-02) Cuvil's runs right after an ORT block took 5.0-5.9 ms
+    for the first ~37 ms and 3.2-3.3 ms from then on, while ORT after a Cuvil block was slow
+    for its first run only (2.9, then 2.3-2.4 ms). Dropping only the first run of each block
+    (the earlier rule) charged ORT's spin to Cuvil; the settle time treats both sides alike.
     """
     for fn in fns.values():
         for _ in range(warmup):
@@ -124,7 +131,10 @@ def interleaved(
     names = list(fns)
     for r in range(rounds):
         for name in names if r % 2 == 0 else reversed(names):
-            fns[name]()  # settles the other side's threads; not timed
+            settle = time.perf_counter() + SETTLE_S
+            fns[name]()  # the other side's threads settle; not timed
+            while time.perf_counter() < settle:
+                fns[name]()
             for _ in range(block):
                 t0 = time.perf_counter()
                 fns[name]()

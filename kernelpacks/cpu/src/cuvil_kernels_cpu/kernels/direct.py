@@ -68,6 +68,8 @@ def conv_direct(xp, wp, bias, res, out, geom, lo, hi, act, res_mode, rows, pg, w
     z_addr = zeros.ctypes.data
     x_addr = xp.ctypes.data
     n_items = n * n_rb * n_pg
+    acc = np.empty((MR, NR), np.float32)
+    tmp = np.empty((MR, NR), np.float32)
     while True:
         item = grab(work)
         if item >= n_items:
@@ -76,8 +78,6 @@ def conv_direct(xp, wp, bias, res, out, geom, lo, hi, act, res_mode, rows, pg, w
         rest = item % (n_rb * n_pg)
         rb = rest // n_pg
         gp = rest % n_pg
-        acc = np.empty((MR, NR), np.float32)
-        tmp = np.empty((MR, NR), np.float32)
         for p in range(gp * pg, min(npanels, (gp + 1) * pg)):
             col0 = p * NR
             ncols = min(NR, o - col0)

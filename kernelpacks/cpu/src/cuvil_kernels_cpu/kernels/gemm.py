@@ -306,6 +306,10 @@ def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg
         kflags = RES_BEFORE if res_mode == RES_BEFORE else 0
         klo, khi = _NEG_INF, _POS_INF
     n_items = n_mb * n_pg * groups
+    # Scratch once per call (per thread), not per item: a fresh block of up to 1 MB per item
+    # cost page faults that two threads take in turn (see kernels/winograd.py).
+    tmp = np.empty((MR, NR), np.float32)
+    abuf_all = np.empty((MR if direct else mb * MR, k), np.float32)
     while True:
         item = grab(work)
         if item >= n_items:
@@ -318,9 +322,8 @@ def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg
         t1 = min(tiles, t0 + mb)
         r0 = t0 * MR
         rows = min(m, t1 * MR) - r0
-        tmp = np.empty((MR, NR), np.float32)
         if direct:
-            abuf = np.empty((MR, k), np.float32)
+            abuf = abuf_all
             a_addr = x_addr + r0 * cin * 4
             last0 = r0 + (t1 - t0 - 1) * MR
             if m - last0 < MR:
@@ -330,7 +333,7 @@ def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg
                     for c in range(k):
                         abuf[i, c] = x2[last0 + i, c] if last0 + i < m else 0.0
         else:
-            abuf = np.empty(((t1 - t0) * MR, k), np.float32)
+            abuf = abuf_all[: (t1 - t0) * MR]
             _gather_rows(x, abuf, r0, rows, g, geom, oh, ow)
             a_addr = abuf.ctypes.data
         for p in range(bp * pg, min(npanels, (bp + 1) * pg)):

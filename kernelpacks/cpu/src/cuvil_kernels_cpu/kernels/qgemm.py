@@ -116,6 +116,9 @@ def qconv_gemm(x, wp, corr, mult, shift, out, geom, out_zp, qmin, qmax, pad, mb,
     n_pg = (npanels + pg - 1) // pg
     kb = k4 * 4
     n_items = groups * n_mb * n_pg
+    # scratch once per call (per thread), not per item (see kernels/gemm.py's conv_gemm)
+    abuf_all = np.empty((mb * MR_I8, kb), np.uint8)
+    tmp = np.empty((MR_I8, NR_I8), np.int32)
     while True:
         item = grab(work)
         if item >= n_items:
@@ -128,9 +131,8 @@ def qconv_gemm(x, wp, corr, mult, shift, out, geom, out_zp, qmin, qmax, pad, mb,
         t1 = min(tiles, t0 + mb)
         r0 = t0 * MR_I8
         rows = min(m, t1 * MR_I8) - r0
-        abuf = np.empty(((t1 - t0) * MR_I8, kb), np.uint8)
+        abuf = abuf_all[: (t1 - t0) * MR_I8]
         _gather_u8(x, abuf, r0, rows, g, cg, geom, oh, ow, pad)
-        tmp = np.empty((MR_I8, NR_I8), np.int32)
         for p in range(bp * pg, min(npanels, (bp + 1) * pg)):
             col0 = g * og + p * NR_I8
             ncols = min(NR_I8, og - p * NR_I8)
