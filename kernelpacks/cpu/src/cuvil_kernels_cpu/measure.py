@@ -25,14 +25,16 @@ def time_conv_candidates(shape: dict[str, int], threads: int) -> dict[str, float
     geom = np.array([3, 3, 1, 1, 1, 1, 1, 1], np.int64)
     mb, pg = gemm.plan_items(n * oh * ow, 9 * c, wp.shape[1], threads)
     u = winograd.transform_weights(weight)
-    tb = winograd.chunk_tiles(c, o, n * -(-oh // 4) * -(-ow // 4), threads)
+    tiles = n * -(-oh // 4) * -(-ow // 4)
+    tb = winograd.chunk_tiles(c, o, tiles, threads)
+    wpg = winograd.panels_per_item(tiles, tb, u.shape[1], threads)
     pads = np.array([1, 1], np.int64)
     work = np.zeros(1, np.int64)
     calls = {
         "im2col": lambda: gemm.conv_gemm(x, wp, bp, res, out, geom, lo, hi, 0, 0, False, mb, pg,
                                          work),
         "winograd": lambda: winograd.winograd_conv(x, u, bias, res, out, pads, lo, hi, 0, 0, tb,
-                                                   work),
+                                                   wpg, work),
     }  # fmt: skip
     team = Team(threads) if threads > 1 else None
     best: dict[str, float] = {}

@@ -27,10 +27,44 @@ def test_winograd_within_the_bound(cin: int, cout: int, rng: np.random.Generator
     winograd.winograd_conv(
         np.ascontiguousarray(x.transpose(0, 2, 3, 1)), u, b, np.zeros((1, 1, 1, 1), np.float32),
         out, np.array([1, 1], np.int64), np.float32(-np.inf), np.float32(np.inf), 0, 0, tb,
-        np.zeros(1, np.int64),
+        u.shape[1], np.zeros(1, np.int64),
     )
     err = np.abs(out - want).max()
     bound = reduction_bound(9 * cin, want)
     # The documented margin: a tenth of the bound from 16 input channels on, where the pack uses
     # Winograd (docs/cpu-pack.md); below that it is inside the bound, but the pack uses im2col.
     assert err <= (0.1 if cin >= winograd.MIN_CHANNELS else 1.0) * bound, err
+
+
+@pytest.mark.parametrize("res_mode", [0, 1, 2])
+def test_items_split_by_panels_match_whole_rows(res_mode: int, rng: np.random.Generator) -> None:
+    """Items of a few output panels (small layers on several threads) give the same bits as
+    items of all panels, with every epilogue slot in use."""
+    cin, cout = 32, 40  # 3 panels, the last one partial
+    x = np.ascontiguousarray(rng.standard_normal((2, 7, 9, cin)).astype(np.float32))
+    w = rng.standard_normal((cout, cin, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    res = rng.standard_normal((2, 7, 9, cout)).astype(np.float32)
+    u = winograd.transform_weights(w)
+    tiles = 2 * 2 * 3
+    tb = winograd.chunk_tiles(cin, cout, tiles, 1)
+    outs = []
+    for pg in (u.shape[1], 2, 1):
+        out = np.empty((2, 7, 9, cout), np.float32)
+        winograd.winograd_conv(
+            x, u, b, res, out, np.array([1, 1], np.int64), np.float32(0), np.float32(6), 0,
+            res_mode, tb, pg, np.zeros(1, np.int64),
+        )
+        outs.append(out)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_array_equal(outs[0], outs[2])
+
+
+def test_panels_per_item() -> None:
+    # a chunk per thread or more: whole rows of panels; fewer: the panels are split
+    assert winograd.panels_per_item(tiles=196, tb=48, npanels=4, threads=2) == 4
+    assert winograd.panels_per_item(tiles=16, tb=6, npanels=4, threads=2) == 4
+    assert winograd.panels_per_item(tiles=4, tb=6, npanels=8, threads=2) == 4
+    assert winograd.panels_per_item(tiles=4, tb=6, npanels=8, threads=4) == 2
+    assert winograd.panels_per_item(tiles=4, tb=6, npanels=1, threads=2) == 1
+    assert winograd.panels_per_item(tiles=4, tb=6, npanels=8, threads=1) == 8

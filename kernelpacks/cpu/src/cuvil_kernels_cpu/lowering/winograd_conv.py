@@ -28,8 +28,11 @@ def lower(
     bb = _packed(cx, f"{wname}.bias", "wb", lambda: _bias(bias, o))
     n, oh, ow, _ = cx.bufs[dst].shape
     tiles = n * -(-oh // 4) * -(-ow // 4)
-    tb = winograd.chunk_tiles(c, o, tiles, int(cx.options["threads"]))
+    threads = int(cx.options["threads"])
+    tb = winograd.chunk_tiles(c, o, tiles, threads)
+    pg = winograd.panels_per_item(tiles, tb, -(-o // winograd.NR), threads)
     p = pads4(padding)
     lo, hi, act, res_mode = epi.args()
     cx.add(winograd.winograd_conv, [xin, u, bb, res], [dst], algo="winograd",
-           static=(np.array(p[:2], np.int64), lo, hi, act, res_mode, tb), flops=flops)  # fmt: skip
+           static=(np.array(p[:2], np.int64), lo, hi, act, res_mode, tb, pg),
+           flops=flops)  # fmt: skip
