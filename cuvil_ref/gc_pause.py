@@ -23,37 +23,37 @@ import contextlib
 import functools
 import gc
 import os
-import threading
 from collections.abc import Callable, Iterator
 from typing import ParamSpec, TypeVar
 
-_LOCK = threading.Lock()
-_DEPTH = 0
-_RESUME = False
+from cuvil_ref.shared_switch import SharedSwitch
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
+def _disable() -> bool:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    return was_enabled
+
+
+def _restore(was_enabled: bool) -> None:
+    if was_enabled:
+        gc.enable()
+
+
+_PAUSE = SharedSwitch(_disable, _restore)
+
+
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """Within the block, the cyclic garbage collector does not run."""
-    global _DEPTH, _RESUME
     if os.environ.get("CUVIL_GC_DURING_COMPILE") == "1":
         yield
         return
-    with _LOCK:
-        if _DEPTH == 0:
-            _RESUME = gc.isenabled()
-            gc.disable()
-        _DEPTH += 1
-    try:
+    with _PAUSE.hold():
         yield
-    finally:
-        with _LOCK:
-            _DEPTH -= 1
-            if _DEPTH == 0 and _RESUME:
-                gc.enable()
 
 
 def without_gc(fn: Callable[P, R]) -> Callable[P, R]:

@@ -14,14 +14,10 @@ exports share one swap (a counter); torch without the helper is left alone.
 from __future__ import annotations
 
 import contextlib
-import threading
 import traceback
-from collections.abc import Iterator
 from typing import Any
 
-_LOCK = threading.Lock()
-_DEPTH = 0
-_ORIGINAL: Any = None
+from cuvil_ref.shared_switch import SharedSwitch
 
 
 def _lazy_extract_symbolized_tb(tb: Any, skip: int) -> traceback.StackSummary:
@@ -32,23 +28,26 @@ def _lazy_extract_symbolized_tb(tb: Any, skip: int) -> traceback.StackSummary:
     return stack
 
 
-@contextlib.contextmanager
-def lazy_stack_lines() -> Iterator[None]:
-    """Within the block, torch builds recorded stack traces with lazily read source lines."""
-    global _DEPTH, _ORIGINAL
+def _swap_in() -> Any:
+    """Install the lazy helper; returns torch's own (None where this torch has none)."""
     import torch.utils._traceback as torch_tb
 
-    with _LOCK:
-        if _DEPTH == 0:
-            _ORIGINAL = getattr(torch_tb, "_extract_symbolized_tb", None)
-            if _ORIGINAL is not None:
-                torch_tb._extract_symbolized_tb = _lazy_extract_symbolized_tb
-        _DEPTH += 1
-    try:
-        yield
-    finally:
-        with _LOCK:
-            _DEPTH -= 1
-            if _DEPTH == 0 and _ORIGINAL is not None:
-                torch_tb._extract_symbolized_tb = _ORIGINAL
-                _ORIGINAL = None
+    original = getattr(torch_tb, "_extract_symbolized_tb", None)
+    if original is not None:
+        torch_tb._extract_symbolized_tb = _lazy_extract_symbolized_tb
+    return original
+
+
+def _swap_out(original: Any) -> None:
+    if original is not None:
+        import torch.utils._traceback as torch_tb
+
+        torch_tb._extract_symbolized_tb = original
+
+
+_SWAP = SharedSwitch(_swap_in, _swap_out)
+
+
+def lazy_stack_lines() -> contextlib.AbstractContextManager[None]:
+    """Within the block, torch builds recorded stack traces with lazily read source lines."""
+    return _SWAP.hold()
