@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_kernels_cpu import arena
+from cuvil_kernels_cpu import arena, streams
 from cuvil_kernels_cpu.lowering import lower_program
 from cuvil_kernels_cpu.lowering.context import Program
 from cuvil_kernels_cpu.team import Team
@@ -74,6 +74,10 @@ class Compiled:
         team = Team(self.threads) if self.threads > 1 else None
         return arena.bind(self.program, self.placement, team)
 
+    def reset_timings(self) -> None:
+        self.runs = 0
+        self.seconds = [0.0] * len(self.seconds)
+
     def release(self, inst: arena.Instance) -> None:
         with self.lock:
             self.free.append(inst)
@@ -89,7 +93,11 @@ class CpuExecutable(Executable):
         self.threads = resolve_threads(int(options.get("threads", 0) or 0))
         self.options = dict(options)
         self.options["threads"] = self.threads
-        self.options["_packed_cache"] = {}
+        # Weights packed once per partition, shared with the batch streams' children.
+        self.options["_packed_cache"] = options.get("_packed_cache") or {}
+        self.batch_split = str(options.get("batch_split", "auto"))
+        self._split_lock = threading.Lock()
+        self._decisions: dict[tuple[tuple[int, ...], ...], streams.Decision] = {}
         # The host's plan holds for the static shapes; other signatures are planned per binding.
         self.memory_plan = memory_plan
         self._compiled: dict[tuple[tuple[int, ...], ...], Compiled] = {}
@@ -98,6 +106,7 @@ class CpuExecutable(Executable):
         if all(isinstance(d, int) for v in graph.inputs for d in v.type.shape):
             shapes = tuple(tuple(int(d) for d in v.type.shape) for v in graph.inputs)
             self._compiled_for(shapes, {}, planned=True)
+            self._decision_for(shapes)
 
     # -- building --------------------------------------------------------------------------------
     def _compiled_for(
@@ -133,6 +142,43 @@ class CpuExecutable(Executable):
         self.compile_stats["kernel_seconds"] += t2 - t1
         return comp
 
+    def _decision_for(self, shapes: tuple[tuple[int, ...], ...]) -> streams.Decision:
+        """Whether this signature runs as batch streams (:mod:`cuvil_kernels_cpu.streams`)."""
+        hit = self._decisions.get(shapes)
+        if hit is not None:
+            return hit
+        with self._split_lock:
+            hit = self._decisions.get(shapes)
+            if hit is None:
+                hit = self._decide(shapes)
+                self._decisions[shapes] = hit
+        return hit
+
+    def _decide(self, shapes: tuple[tuple[int, ...], ...]) -> streams.Decision:
+        static = all(isinstance(d, int) for v in self.graph.inputs for d in v.type.shape)
+        if self.batch_split == "off" or not static:
+            why = "batch_split=off" if self.batch_split == "off" else "symbolic input dims"
+            return streams.Decision(None, {"split": False, "why": why})
+        t0 = time.perf_counter()
+        child_opts = {**self.options, "threads": 1, "batch_split": "off"}
+        comp = self._compiled_for(shapes, {}, planned=True)
+        decision = streams.decide(
+            self.batch_split, self.graph, shapes, self.threads,
+            lambda g: CpuExecutable(g, child_opts),
+            lambda arrays: self._run_whole(comp, arrays),
+            [v.type.dtype.numpy for v in self.graph.inputs],
+        )  # fmt: skip
+        for c in [comp, *(decision.streams.children.values() if decision.streams else ())]:
+            c.reset_timings()  # the layer table counts the user's runs only
+        self.compile_stats["batch_split_seconds"] = (
+            self.compile_stats.get("batch_split_seconds", 0.0) + time.perf_counter() - t0
+        )
+        return decision
+
+    def reset_timings(self) -> None:
+        for comp in self._compiled.values():
+            comp.reset_timings()
+
     # -- running ---------------------------------------------------------------------------------
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         if len(inputs) != len(self.graph.inputs):
@@ -144,7 +190,14 @@ class CpuExecutable(Executable):
             check_input(v.name, v.type, a, bindings)
             for v, a in zip(self.graph.inputs, inputs, strict=True)
         ]
-        comp = self._compiled_for(tuple(tuple(a.shape) for a in arrays), bindings)
+        shapes = tuple(tuple(a.shape) for a in arrays)
+        comp = self._compiled_for(shapes, bindings)
+        split = self._decision_for(shapes).streams
+        if split is not None:
+            return split.run(arrays)
+        return self._run_whole(comp, arrays)
+
+    def _run_whole(self, comp: Compiled, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         inst = comp.acquire()
         seconds = comp.seconds
         team = inst.team
@@ -210,6 +263,14 @@ class CpuExecutable(Executable):
                 "layers": layer_table(last),
             }
         )
+        decision = self._decisions.get(next(reversed(self._compiled)))
+        if decision is not None:
+            out["batch_split"] = decision.record
+            if decision.streams is not None:  # the runs went to the streams' children
+                child = decision.streams.first_child().metrics()
+                out["layers"] = child.get("layers", [])
+                out["layers_are"] = "per stream (one sub-batch, one thread)"
+                out["runs"] = child.get("runs", 0)
         return out
 
 

@@ -42,6 +42,13 @@ OPTIONS = (
         choices=("auto", "measure", "im2col", "direct", "winograd"),
     ),
     OptionSpec(
+        "batch_split", str, "auto",
+        "with a batch and several threads, run sub-batches side by side, one thread each, "
+        "instead of sharing every layer among the threads: auto (time both once per shape), "
+        "on, or off",
+        choices=("auto", "on", "off"),
+    ),
+    OptionSpec(
         "low_precision", bool, True,
         "claim f16/bf16 nodes (low-precision storage, float32 arithmetic); False: ref runs them",
     ),
