@@ -168,6 +168,9 @@ def bench_models(threads: int, rounds: int, quick: bool, only: set[str] | None) 
             "target": target, "met": ratio <= target, "rel_diff_vs_ort": err,
             "cuvil_items_per_s": batch / med["cuvil"], "ort_items_per_s": batch / med["ort"],
         }  # fmt: skip
+        split = program.report()["metrics"].get("batch_split")
+        if batch > 1 and split:
+            row["batch_split"] = split
         if not row["met"]:
             row["where_the_time_goes"] = top_layers(program)
         rows.append(row)
@@ -338,6 +341,8 @@ def markdown(result: dict[str, Any]) -> str:
                       f"({c['warm']['compile_cpu_s']:.2f} s of CPU time; capture "
                       f"{c['warm']['capture_s']:.2f} s more)"]  # fmt: skip
     for r in result["models"]:
+        if "batch_split" in r:
+            lines += ["", f"batch_split, {r['model']} batch {r['batch']}: {r['batch_split']}"]
         if "where_the_time_goes" in r:
             lines += [
                 "",

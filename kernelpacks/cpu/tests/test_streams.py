@@ -82,3 +82,29 @@ def test_concurrent_callers_of_a_split_module_get_their_own_results() -> None:
         t.join(timeout=120)
     for i in range(4):
         np.testing.assert_array_equal(got[i], wants[i])
+
+
+def test_auto_candidates_are_powers_of_two_that_feed_every_stream() -> None:
+    from cuvil_kernels_cpu.streams import sub_batch_candidates
+
+    assert sub_batch_candidates(8, 2) == [1, 2, 4]
+    assert sub_batch_candidates(5, 2) == [1, 2]
+    assert sub_batch_candidates(3, 2) == [1]
+    assert sub_batch_candidates(2, 4) == []
+
+
+def test_auto_keeps_the_fastest_sub_batch_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cuvil_kernels_cpu import streams
+
+    monkeypatch.setattr(streams, "MIN_RUN_S", 0.0)  # time even this small model
+    module, x = _mobilenet(4)
+    program = _compile(module)
+    want = _compile(module, batch_split="off").run([x])[0]
+    np.testing.assert_array_equal(program.run([x])[0], want)
+    record = program.report()["metrics"]["batch_split"]
+    by_size = record["measured_ms"]["streams_by_sub_batch"]
+    assert set(by_size) == {"1", "2"}
+    best = min(by_size, key=by_size.__getitem__)
+    assert record["sub_batch_sizes"] == [int(best)]
+    assert record["sub_batches"] == 4 // int(best)
+    assert record["measured_ms"]["streams"] == by_size[best]

@@ -187,6 +187,10 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     from cuvil_kernels_cuda.device import availability
 
+    from cuvil_ref.plugin.source_pack import use_source_pack
+
+    use_source_pack("cuda", "cuvil_kernels_cuda.plugin")  # nothing pip-installed there
+
     results: dict[str, Any] = {"device": availability()[1], "dry_run": args.dry_run}
     results["conformance"] = {} if args.skip_conformance else conformance(args.dry_run)
     (out / "cuda_results.json").write_text(json.dumps(results, indent=2, default=str))

@@ -32,20 +32,6 @@ DRY_RUN_SHAPE = (1, 3, 32, 32)
 FULL_SIZE = 224
 
 
-def install_hip_pack() -> Any:
-    """The process-wide plugin host with the hip pack registered (works without pip install)."""
-    from cuvil_kernels_hip import plugin
-
-    from cuvil_ref.plugin.host import PackRecord, PluginHost, reset_host
-
-    host = PluginHost()
-    host.load_entry_points()
-    if "hip" not in host.target_names():
-        host.register(plugin, PackRecord("hip", "cuvil_kernels_hip.plugin", "source tree"))
-    reset_host(host)
-    return host
-
-
 def attempt(record: dict[str, Any], key: str, fn: Callable[[], Any]) -> Any:
     """Run ``fn``; on failure store ``"<key>_error"`` in ``record`` and return None."""
     try:
@@ -216,7 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    host = install_hip_pack()
+    from cuvil_ref.plugin.source_pack import use_source_pack
+
+    host = use_source_pack("hip", "cuvil_kernels_hip.plugin")
     models = [m for m in args.models.split(",") if m]
     result: dict[str, Any] = {"mode": "dry-run" if args.dry_run else "gpu"}
     avail = host.availability(host.resolve("hip"))

@@ -4,9 +4,10 @@
 executable gets, per input signature, either ``None`` (run whole, the team sharing each layer)
 or a :class:`Streams`: one single-threaded child executable per sub-batch size, run side by
 side -- the caller runs the first sub-batch, threads of a pool of this module's own run the
-others -- and the outputs joined along dim 0. With ``batch_split="auto"`` both ways are timed
-on zeros when the signature is first built (best of a few runs each, interleaved) and the
-faster kept; the figures and the reason go into the report.
+others -- and the outputs joined along dim 0. With ``batch_split="auto"`` the whole batch and
+the streams at each candidate sub-batch size (1, 2, 4... images) are timed on zeros when the
+signature is first built (best of a few runs each, interleaved) and the fastest kept; the
+figures and the reason go into the report.
 """
 
 from __future__ import annotations
@@ -83,6 +84,15 @@ def _timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t0
 
 
+def sub_batch_candidates(batch: int, streams: int) -> list[int]:
+    """The sub-batch sizes ``auto`` tries: 1, 2, 4... while every stream still gets one."""
+    sizes, size = [], 1
+    while size * streams <= batch:
+        sizes.append(size)
+        size *= 2
+    return sizes
+
+
 def decide(
     mode: str,
     graph: Any,
@@ -94,23 +104,34 @@ def decide(
     chunk: int = 1,
 ) -> Decision:
     """Split or not for ``shapes`` (see the module docstring). ``make_child(graph)`` builds a
-    single-threaded executable; ``run_whole(arrays)`` runs the partition unsplit."""
+    single-threaded executable; ``run_whole(arrays)`` runs the partition unsplit; ``chunk`` is
+    the sub-batch size of ``on`` (``auto`` measures each of :func:`sub_batch_candidates`)."""
     batch = shapes[0][0] if shapes and shapes[0] else 0
     if mode == "off":
         return Decision(None, {"split": False, "why": "batch_split=off"})
     if threads < 2 or batch < 2:
         return Decision(None, {"split": False, "why": f"{threads} thread(s), batch {batch}"})
     n = min(threads, batch)
-    ranges = sub_batches(batch, -(-batch // chunk))
-    sizes = sorted({hi - lo for lo, hi in ranges}, reverse=True)
+    chunks = sub_batch_candidates(batch, n) if mode == "auto" else [chunk]
+    plans = {c: sub_batches(batch, -(-batch // c)) for c in chunks}
+    sizes = sorted({hi - lo for r in plans.values() for lo, hi in r}, reverse=True)
     try:
         graphs = {m: rebatch(graph, batch, m) for m in sizes}
     except NotSplittable as exc:
         return Decision(None, {"split": False, "why": f"not splittable: {exc}"})
-    record: dict[str, Any] = {"streams": n, "sub_batch_sizes": sizes, "sub_batches": len(ranges)}
-    # Timed on zeros: the whole batch unsplit, and one round of the streams (each stream one
-    # sub-batch, side by side) scaled by the rounds a run takes -- a fraction of the cost of
-    # timing whole split runs.
+
+    def record_of(c: int) -> dict[str, Any]:
+        ranges = plans[c]
+        used = sorted({hi - lo for lo, hi in ranges}, reverse=True)
+        return {"streams": n, "sub_batch_sizes": used, "sub_batches": len(ranges)}
+
+    def streams_of(c: int) -> Streams:
+        used = {hi - lo for lo, hi in plans[c]}
+        return Streams(n, plans[c], {m: ch for m, ch in children.items() if m in used})
+
+    # Timed on zeros: the whole batch unsplit, and per sub-batch size one round of the streams
+    # (each stream one sub-batch, side by side) scaled by the rounds a run takes -- a fraction
+    # of the cost of timing whole split runs.
     zeros = [np.zeros(s, d) for s, d in zip(shapes, dtypes, strict=True)]
     whole = float("inf")
     if mode == "auto":
@@ -118,25 +139,32 @@ def decide(
         whole = min(_timed(lambda: run_whole(zeros)) for _ in range(MEASURE_RUNS))
         if whole < MIN_RUN_S:
             why = f"a run takes {whole * 1e3:.2f} ms, too short to gain from streams"
-            return Decision(None, {**record, "split": False, "why": why})
-    streams = Streams(n, ranges, {m: make_child(g) for m, g in graphs.items()})
+            return Decision(None, {**record_of(chunks[0]), "split": False, "why": why})
+    children = {m: make_child(g) for m, g in graphs.items()}
     if mode == "on":
-        return Decision(streams, {**record, "split": True, "why": "batch_split=on"})
-    first = Streams(n, ranges[:n], streams.children)
-    head = [z[: ranges[n - 1][1]] for z in zeros]
-    first.run(head)
-    part = float("inf")
+        record = {**record_of(chunk), "split": True, "why": "batch_split=on"}
+        return Decision(streams_of(chunk), record)
+    rounds: dict[int, tuple[Streams, list[np.ndarray]]] = {}
+    for c in chunks:
+        first = Streams(n, plans[c][:n], children)
+        head = [z[: plans[c][n - 1][1]] for z in zeros]
+        first.run(head)
+        rounds[c] = (first, head)
+    part = dict.fromkeys(chunks, float("inf"))
     for _ in range(MEASURE_RUNS):
         whole = min(whole, _timed(lambda: run_whole(zeros)))
-        for _ in range(n):  # a round is about 1/n of a run: as many of them as runs' worth
-            part = min(part, _timed(lambda: first.run(head)))
-    split = part * len(ranges) / n
-    chosen = split < whole * (1.0 - MARGIN)
-    record.update(
-        {"split": chosen, "measured_ms": {"whole": round(whole * 1e3, 3),
-         "streams": round(split * 1e3, 3)}, "why": "measured (batch_split=auto)"}
-    )  # fmt: skip
-    return Decision(streams if chosen else None, record)
+        for c, (first, head) in rounds.items():
+            for _ in range(n):  # a round is about 1/n of a run: as many of them as runs' worth
+                part[c] = min(part[c], _timed(lambda f=first, h=head: f.run(h)))
+    split = {c: part[c] * len(plans[c]) / n for c in chunks}
+    best = min(chunks, key=lambda c: split[c])
+    chosen = split[best] < whole * (1.0 - MARGIN)
+    measured = {"whole": round(whole * 1e3, 3), "streams": round(split[best] * 1e3, 3)}
+    if len(chunks) > 1:
+        measured["streams_by_sub_batch"] = {str(c): round(t * 1e3, 3) for c, t in split.items()}
+    record = {**record_of(best), "split": chosen, "measured_ms": measured,
+              "why": "measured (batch_split=auto)"}  # fmt: skip
+    return Decision(streams_of(best) if chosen else None, record)
 
 
-__all__ = ["MODES", "Decision", "Streams", "decide"]
+__all__ = ["MODES", "Decision", "Streams", "decide", "sub_batch_candidates"]
