@@ -120,14 +120,13 @@ def decide(
     except NotSplittable as exc:
         return Decision(None, {"split": False, "why": f"not splittable: {exc}"})
 
+    used = {c: sorted({hi - lo for lo, hi in r}, reverse=True) for c, r in plans.items()}
+
     def record_of(c: int) -> dict[str, Any]:
-        ranges = plans[c]
-        used = sorted({hi - lo for lo, hi in ranges}, reverse=True)
-        return {"streams": n, "sub_batch_sizes": used, "sub_batches": len(ranges)}
+        return {"streams": n, "sub_batch_sizes": used[c], "sub_batches": len(plans[c])}
 
     def streams_of(c: int) -> Streams:
-        used = {hi - lo for lo, hi in plans[c]}
-        return Streams(n, plans[c], {m: ch for m, ch in children.items() if m in used})
+        return Streams(n, plans[c], {m: children[m] for m in used[c]})
 
     # Timed on zeros: the whole batch unsplit, and per sub-batch size one round of the streams
     # (each stream one sub-batch, side by side) scaled by the rounds a run takes -- a fraction
