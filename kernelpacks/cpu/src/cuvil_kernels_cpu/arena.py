@@ -26,9 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_kernels_cpu.lowering.context import Program
-
-ALIGN = 64
+from cuvil_kernels_cpu.lowering.context import ALIGN, Program
 
 
 @dataclass

@@ -139,3 +139,24 @@ def test_a_network_input_is_transposed_straight_into_the_stem_padding(
     assert exe.metrics()["algorithms"] == {"pad": 1, "direct": 1}
     want = interpret(graph, [x])[0]
     assert np.abs(got - want).max() <= reduction_bound(3 * 49, want)
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_depthwise_border_with_non_finite_weights_gives_the_padded_nans(
+    bad: float, rng: np.random.Generator
+) -> None:
+    """With finite weights the border pixels skip the padding's taps (``0 * w`` is exactly 0);
+    a non-finite weight makes ``0 * w`` NaN, so those pixels must add the padding's terms as
+    the interpreter does: NaN exactly where it has NaN."""
+    x = rng.standard_normal((1, 32, 7, 9)).astype(np.float32)
+    wt = rng.standard_normal((32, 1, 3, 3)).astype(np.float32)
+    wt[5, 0, 0, 0] = bad  # the top-left tap: outside the input on the top row and left column
+    bias = rng.standard_normal(32).astype(np.float32)
+    graph, ins = one_op("conv2d", [x], [wt, bias], stride=(1, 1), padding=(1, 1, 1, 1),
+                        dilation=(1, 1), groups=32)  # fmt: skip
+    got, want = both(graph, ins)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.isnan(want[0, 5, 0, :]).all()  # the check above is not vacuous
+    fin = np.isfinite(want)
+    np.testing.assert_array_equal(got[~fin & ~np.isnan(want)], want[~fin & ~np.isnan(want)])
+    assert np.abs(got[fin] - want[fin]).max() <= reduction_bound(9, want[fin])

@@ -103,11 +103,11 @@ def _k_loop(
         phi.add_incoming(init[i], pre)
         accs.append(phi)
     new = body(p, accs)
+    end = builder.block  # the body may have added blocks (a nested loop): the back edge is here
     p_next = builder.add(p, _const(1))
-    p.add_incoming(p_next, loop)
+    p.add_incoming(p_next, end)
     for phi, value in zip(accs, new, strict=True):
-        phi.add_incoming(value, loop)
-    end = builder.block
+        phi.add_incoming(value, end)
     builder.cbranch(builder.icmp_signed("<", p_next, count), loop, done)
     builder.position_at_end(done)
     out = []
@@ -329,73 +329,91 @@ def tile_u8s8(typingctx, a, lda, b, k4, c, ldc):  # type: ignore[no-untyped-def]
 
 
 def _dw_tile(pix: int, nv: int) -> Any:
-    """Depthwise tile: ``pix`` consecutive output pixels x ``nv`` channel vectors.
+    """Depthwise tiles: ``count`` runs of ``pix`` consecutive output pixels x ``nv`` channel
+    vectors along one output row.
 
-    ``dw_tile(x, xrow, xpix, w, wtap, taps, kw, dh, dw, out, opix, bias, res, lo, hi, flags)``
-    (strides in elements, pointers already at the tile's first pixel and channel)::
+    ``dw_tile(x, xrow, xpix, w, wtap, wrow, rows, cols, dh, dw, out, opix, bias, res, lo, hi,
+    flags, count)`` (strides in elements, pointers at the first tile's first pixel and channel,
+    and at its window's first tap)::
 
-        acc[p, c] = sum_{t < taps} x[(t // kw) * dh * xrow + p * xpix + (t % kw) * dw * opix + c]
-                                   * w[t * wtap + c]
+        acc[p, c] = sum_{i < rows, j < cols} x[i * dh * xrow + p * xpix + j * dw * opix + c]
+                                             * w[i * wrow + j * wtap + c]     (row-major taps)
         out[p * opix + c] = epilogue(acc[p, c] + bias[c])     (residual read at res + p * opix)
 
-    The input is padded (every tap exists); ``opix`` is also the channel count C of x."""
+    then the next tile starts ``pix * xpix`` further in ``x`` and ``pix * opix`` in ``out`` and
+    ``res``. Every tap named is read: a window crossing the border is passed as its part inside
+    the input (fewer ``rows``/``cols``, pointers moved to its first tap). ``opix`` is also the
+    channel count C of x. Kernel rows are the outer loop and columns the inner one, so there is
+    no division per tap (a 64-bit divide costs more than the tap's fused multiply-adds)."""
 
-    def typer(typingctx, x, xrow, xpix, w, wtap, taps, kw, dh, dw, out, opix, bias, res, lo, hi,
-              flags):  # type: ignore[no-untyped-def]  # fmt: skip
+    def typer(typingctx, x, xrow, xpix, w, wtap, wrow, rows, cols, dh, dw, out, opix, bias, res,
+              lo, hi, flags, count):  # type: ignore[no-untyped-def]  # fmt: skip
         ip, f4 = types.intp, types.float32
-        sig = types.void(ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, f4, f4, ip)
+        sig = types.void(ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, f4, f4, ip, ip)
         return sig, codegen
 
     def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        (x_i, xrow, xpix, w_i, wtap, taps, kw, dh, dw, o_i, opix, b_i, r_i, lo_v, hi_v,
-         fl) = args  # fmt: skip
+        (x_i, xrow, xpix, w_i, wtap, wrow, rows, cols, dh, dw, o_i, opix, b_i, r_i, lo_v, hi_v,
+         fl, count) = args  # fmt: skip
         fp = _F32.as_pointer()
-        x0, w0 = builder.inttoptr(x_i, fp), builder.inttoptr(w_i, fp)
+        w0, b0 = builder.inttoptr(w_i, fp), builder.inttoptr(b_i, fp)
         fma = _fn(builder, "llvm.fma.v16f32", _VF, [_VF, _VF, _VF])
-
-        def body(t: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
-            i = builder.sdiv(t, kw)
-            j = builder.srem(t, kw)
-            base = builder.add(builder.mul(builder.mul(i, dh), xrow),
-                               builder.mul(builder.mul(j, dw), opix))  # fmt: skip
-            woff = builder.mul(t, wtap)
-            wv = [_vload(builder, w0, builder.add(woff, _const(16 * q)), _VF) for q in range(nv)]
-            new = []
-            for p in range(pix):
-                pb = builder.add(base, builder.mul(_const(p), xpix))
-                for q in range(nv):
-                    xv = _vload(builder, x0, builder.add(pb, _const(16 * q)), _VF)
-                    new.append(builder.call(fma, [xv, wv[q], accs[p * nv + q]]))
-            return new
-
-        acc = _k_loop(builder, taps, pix * nv, _VF, body)
-        b0 = builder.inttoptr(b_i, fp)
         bv = [_vload(builder, b0, _const(16 * q), _VF) for q in range(nv)]
-        v = [builder.fadd(acc[p * nv + q], bv[q]) for p in range(pix) for q in range(nv)]
-        r0 = builder.inttoptr(r_i, fp)
-
-        def add_res(vals: list[ir.Value]) -> list[ir.Value]:
-            out = []
-            for p in range(pix):
-                pb = builder.mul(_const(p), opix)
-                for q in range(nv):
-                    rv = _vload(builder, r0, builder.add(pb, _const(16 * q)), _VF)
-                    out.append(builder.fadd(vals[p * nv + q], rv))
-            return out
+        lo_s, hi_s = _splat(builder, lo_v, _VF), _splat(builder, hi_v, _VF)
+        x_step = builder.mul(_const(pix), xpix)
+        o_step = builder.mul(_const(pix), opix)
 
         def has(bit: int) -> ir.Value:
             return builder.icmp_signed("!=", builder.and_(fl, _const(bit)), _const(0))
 
-        v = _when(builder, has(RES_BEFORE), v, add_res)
-        lo_s, hi_s = _splat(builder, lo_v, _VF), _splat(builder, hi_v, _VF)
-        v = [builder.select(builder.fcmp_ordered("<", e, lo_s), lo_s, e) for e in v]
-        v = [builder.select(builder.fcmp_ordered(">", e, hi_s), hi_s, e) for e in v]
-        v = _when(builder, has(RES_AFTER), v, add_res)
-        o0 = builder.inttoptr(o_i, fp)
-        for p in range(pix):
-            pb = builder.mul(_const(p), opix)
-            for q in range(nv):
-                _vstore(builder, v[p * nv + q], o0, builder.add(pb, _const(16 * q)))
+        def one_tile(t: ir.Value, _: list[ir.Value]) -> list[ir.Value]:
+            x0 = builder.gep(builder.inttoptr(x_i, fp), [builder.mul(t, x_step)])
+            ooff = builder.mul(t, o_step)
+            o0 = builder.gep(builder.inttoptr(o_i, fp), [ooff])
+            r0 = builder.gep(builder.inttoptr(r_i, fp), [ooff])
+
+            def row(i: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
+                xr = builder.mul(builder.mul(i, dh), xrow)
+                wr = builder.mul(i, wrow)
+
+                def col(j: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
+                    base = builder.add(xr, builder.mul(builder.mul(j, dw), opix))
+                    woff = builder.add(wr, builder.mul(j, wtap))
+                    wv = [_vload(builder, w0, builder.add(woff, _const(16 * q)), _VF)
+                          for q in range(nv)]  # fmt: skip
+                    new = []
+                    for p in range(pix):
+                        pb = builder.add(base, builder.mul(_const(p), xpix))
+                        for q in range(nv):
+                            xv = _vload(builder, x0, builder.add(pb, _const(16 * q)), _VF)
+                            new.append(builder.call(fma, [xv, wv[q], accs[p * nv + q]]))
+                    return new
+
+                return _k_loop(builder, cols, pix * nv, _VF, col, accs)
+
+            acc = _k_loop(builder, rows, pix * nv, _VF, row)
+            v = [builder.fadd(acc[p * nv + q], bv[q]) for p in range(pix) for q in range(nv)]
+
+            def add_res(vals: list[ir.Value]) -> list[ir.Value]:
+                out = []
+                for p in range(pix):
+                    pb = builder.mul(_const(p), opix)
+                    for q in range(nv):
+                        rv = _vload(builder, r0, builder.add(pb, _const(16 * q)), _VF)
+                        out.append(builder.fadd(vals[p * nv + q], rv))
+                return out
+
+            v = _when(builder, has(RES_BEFORE), v, add_res)
+            v = [builder.select(builder.fcmp_ordered("<", e, lo_s), lo_s, e) for e in v]
+            v = [builder.select(builder.fcmp_ordered(">", e, hi_s), hi_s, e) for e in v]
+            v = _when(builder, has(RES_AFTER), v, add_res)
+            for p in range(pix):
+                pb = builder.mul(_const(p), opix)
+                for q in range(nv):
+                    _vstore(builder, v[p * nv + q], o0, builder.add(pb, _const(16 * q)))
+            return []
+
+        _k_loop(builder, count, 0, _VF, one_tile)
         return context.get_dummy_value()
 
     return intrinsic(typer)

@@ -27,7 +27,7 @@ from cuvil_kernels_cpu.lowering.common import (
     pads4,
     same_dtypes,
 )
-from cuvil_kernels_cpu.lowering.context import LowerContext
+from cuvil_kernels_cpu.lowering.context import LowerContext, aligned
 from cuvil_ref.ir.graph import Node
 from cuvil_ref.plugin.kit import CheckContext
 
@@ -84,8 +84,9 @@ def lower(node: Node, cx: LowerContext) -> None:
             from cuvil_kernels_cpu.kernels import depthwise_tiled
 
             # The border pixels are computed apart, so the input is read in place (no padding).
-            cx.add(depthwise_tiled.depthwise_tiled, [xin, wpk, bb, res], [dst],
-                   algo="depthwise", static=(geom, lo, hi, act, res_mode), flops=flops)  # fmt: skip
+            geom9 = np.append(geom, np.int64(np.isfinite(weight).all()))  # finite weights?
+            cx.add(depthwise_tiled.depthwise_tiled, [xin, wpk, bb, res], [dst], algo="depthwise",
+                   static=(geom9, lo, hi, act, res_mode), flops=flops)  # fmt: skip
             cx.choose({"algorithm": "depthwise", "why": "one input channel per group; "
                        "register tile over 6 pixels x 64 channels"})  # fmt: skip
         else:
@@ -183,5 +184,5 @@ def _packed(cx: LowerContext, name: str, kind: str, make: Any) -> str:
     """A constant buffer made once per weight and kind (shared by every shape signature)."""
     key = (name, kind)
     if key not in cx.packed:
-        cx.packed[key] = make()
+        cx.packed[key] = aligned(make())  # aligned once: const_buf then copies nothing
     return cx.const_buf(cx.packed[key], f"{name}.{kind}")
