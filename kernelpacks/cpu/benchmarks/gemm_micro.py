@@ -57,6 +57,11 @@ def _ort_matmul(w: np.ndarray, m: int, threads: int) -> Any:
                                 providers=["CPUExecutionProvider"])  # fmt: skip
 
 
+def _k_block_arg(mod: ModuleType, k: int) -> tuple[int, ...]:
+    """``conv_gemm``'s K chunk argument, for versions that take one (``--baseline`` may not)."""
+    return (mod.k_block(k),) if hasattr(mod, "k_block") else ()
+
+
 def _runner(mod: ModuleType, kargs: tuple[Any, ...], threads: int, team: Any) -> Callable[[], None]:
     """One call of ``mod.conv_gemm(*kargs)``: on this thread, or on the team of two."""
     work = kargs[-1]
@@ -106,7 +111,8 @@ def main() -> None:
             cands: dict[str, Callable[[], Any]] = {
                 name: _runner(
                     mod,
-                    (x, wp, bias, res, outs[name], geom, -inf, inf, 0, 0, True, mb, pg, work),
+                    (x, wp, bias, res, outs[name], geom, -inf, inf, 0, 0, True, mb, pg,
+                     *_k_block_arg(mod, k), work),
                     threads,
                     team,
                 )

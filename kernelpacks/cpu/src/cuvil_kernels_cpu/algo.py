@@ -84,8 +84,18 @@ def choose_conv(
         return {"algorithm": mode, "why": "forced by conv_algorithm"}
     costs = model_costs(shape, winograd_ok, direct_ok)
     source = "model"
-    if mode == "measure" and len(costs) > 1:
-        costs, source = measured_costs(shape, options), "measured"
+    if mode == "measure" and winograd_ok:
+        # The measurement times im2col against Winograd (the only pair it can run on a
+        # stand-in of the layer), so it decides only where Winograd is legal; the direct
+        # kernel is not timed and keeps its modelled cost out of the comparison.
+        timed = measured_costs(shape, options)
+        costs = {k: v for k, v in timed.items() if k in costs}
+        source = "measured"
+        untimed = sorted(set(model_costs(shape, winograd_ok, direct_ok)) - set(costs))
+        if untimed:
+            source += f" (not timed: {', '.join(untimed)})"
+    elif mode == "measure":
+        source = "model (measure times im2col against winograd, not legal here)"
     best = min(costs, key=costs.__getitem__)
     return {
         "algorithm": best,

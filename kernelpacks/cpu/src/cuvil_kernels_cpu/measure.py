@@ -32,7 +32,7 @@ def time_conv_candidates(shape: dict[str, int], threads: int) -> dict[str, float
     work = np.zeros(1, np.int64)
     calls = {
         "im2col": lambda: gemm.conv_gemm(x, wp, bp, res, out, geom, lo, hi, 0, 0, False, mb, pg,
-                                         work),
+                                         gemm.k_block(9 * c), work),
         "winograd": lambda: winograd.winograd_conv(x, u, bias, res, out, pads, lo, hi, 0, 0, tb,
                                                    wpg, work),
     }  # fmt: skip

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from conftest import reduction_bound
@@ -28,10 +30,14 @@ GEOMETRIES = [
 ]
 
 
-@pytest.mark.parametrize("algorithm", ["auto", "im2col", "direct", "winograd"])
+@pytest.mark.parametrize("algorithm", ["auto", "measure", "im2col", "direct", "winograd"])
 @pytest.mark.parametrize("geom", GEOMETRIES)
-def test_conv2d_matches_the_interpreter(geom: tuple, algorithm: str,
-                                        rng: np.random.Generator) -> None:  # fmt: skip
+def test_conv2d_matches_the_interpreter(geom: tuple, algorithm: str, rng: np.random.Generator,
+                                        tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Every algorithm choice, forced or chosen (``measure`` times the legal candidates on
+    this machine; its timings go to a cache file under ``CUVIL_CACHE_DIR``)."""
+    monkeypatch.setenv("CUVIL_CACHE_DIR", str(tmp_path))
     n, c, h, w, o, k, s, p, d, g = geom
     x = rng.standard_normal((n, c, h, w)).astype(np.float32)
     wt = rng.standard_normal((o, c // g, k, k)).astype(np.float32)

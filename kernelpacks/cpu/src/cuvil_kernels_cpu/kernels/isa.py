@@ -13,6 +13,7 @@ never loaded on a different CPU.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -31,6 +32,32 @@ def host_features() -> frozenset[str]:
 
 def host_cpu() -> str:
     return str(llvm.get_host_cpu_name())
+
+
+_CACHE_DIR = "/sys/devices/system/cpu/cpu0/cache"
+
+
+@functools.lru_cache(maxsize=1)
+def l1d_bytes(cache_dir: str = _CACHE_DIR) -> int:
+    """One core's L1 data cache in bytes, from Linux's cache description (``index*/level``,
+    ``type``, ``size`` such as ``48K``); 32 KiB where the OS does not say."""
+    try:
+        for entry in sorted(os.listdir(cache_dir)):
+            path = os.path.join(cache_dir, entry)
+            if not entry.startswith("index"):
+                continue
+            with open(os.path.join(path, "level")) as f:
+                level = f.read().strip()
+            with open(os.path.join(path, "type")) as f:
+                kind = f.read().strip()
+            if level == "1" and kind in ("Data", "Unified"):
+                with open(os.path.join(path, "size")) as f:
+                    size = f.read().strip().upper()
+                scale = {"K": 1024, "M": 1024 * 1024}.get(size[-1:], 1)
+                return int(size.rstrip("KM")) * scale
+    except (OSError, ValueError):
+        pass
+    return 32 * 1024
 
 
 HAS_AVX512 = "avx512f" in host_features()

@@ -267,6 +267,22 @@ tile_f32_r1, tile_f32_r2, tile_f32_r3, tile_f32_r4, tile_f32_r5 = (
 tile_f32 = (tile_f32_1, tile_f32_2, tile_f32_3, tile_f32_4)[NV - 1]
 
 
+@intrinsic
+def prefetch_l2(typingctx, addr):  # type: ignore[no-untyped-def]
+    """Ask for the cache line at ``addr`` (a raw address) to be brought into L2 (``prefetcht1``):
+    a hint, never a fault, so an address past an array's end is harmless."""
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        ptr_t = _I8.as_pointer()
+        fn = _fn(builder, "llvm.prefetch.p0i8", ir.VoidType(), [ptr_t, _I32, _I32, _I32])
+        ptr = builder.inttoptr(args[0], ptr_t)
+        # read (0), locality 2 (keep in L2 and outer levels), data cache (1)
+        builder.call(fn, [ptr, ir.Constant(_I32, 0), ir.Constant(_I32, 2), ir.Constant(_I32, 1)])
+        return context.get_dummy_value()
+
+    return types.void(types.intp), codegen
+
+
 def _dot4_portable(builder: ir.IRBuilder, acc: ir.Value, a4: ir.Value, b: ir.Value) -> ir.Value:
     """``vpdpbusd`` spelled out: acc[l] += sum_q u8(a4[l])[q] * s8(b[l])[q]."""
     v64 = ir.VectorType(_I8, 64)

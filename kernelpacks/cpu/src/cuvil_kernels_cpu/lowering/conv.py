@@ -149,7 +149,8 @@ def lower(node: Node, cx: LowerContext) -> None:
         xin, geom, direct = cols, _GEOM_1X1, True
         cx.choices[node.outputs[0].name]["gathered_once"] = True
     cx.add(gemm.conv_gemm, [xin, wpk, bb, res], [dst], algo=choice["algorithm"],
-           static=(geom, lo, hi, act, res_mode, direct, mb, pg), flops=flops)  # fmt: skip
+           static=(geom, lo, hi, act, res_mode, direct, mb, pg, gemm.k_block(k)),
+           flops=flops)  # fmt: skip
     finish()
 
 

@@ -79,7 +79,7 @@ def lower_linear(node: Node, cx: LowerContext) -> None:
     threads = int(cx.options["threads"])
     mb, pg = gemm.plan_items(m, k, cx.bufs[wp].shape[1], threads)
     cx.add(gemm.conv_gemm, [xin, wp, bb, res], [cx.reshaped(dst, (1, 1, m, nout))], algo="gemm",
-           static=(_GEOM_1X1, lo, hi, act, res_mode, True, mb, pg),
+           static=(_GEOM_1X1, lo, hi, act, res_mode, True, mb, pg, gemm.k_block(k)),
            flops=2 * m * nout * k)  # fmt: skip
     finish()
 
@@ -107,7 +107,8 @@ def lower_matmul(node: Node, cx: LowerContext) -> None:
         res = _residual(cx, node, (1, 1, rows, n))
         mb, pg = gemm.plan_items(rows, k, cx.bufs[wp].shape[1], threads)
         cx.add(gemm.conv_gemm, [xin, wp, bb, res], [cx.reshaped(dst, (1, 1, rows, n))],
-               algo="gemm", static=(_GEOM_1X1, lo, hi, act, res_mode, True, mb, pg),
+               algo="gemm",
+               static=(_GEOM_1X1, lo, hi, act, res_mode, True, mb, pg, gemm.k_block(k)),
                flops=2 * rows * n * k)  # fmt: skip
         cx.choose({"algorithm": "gemm", "why": "constant right operand, packed once"})
         finish()
