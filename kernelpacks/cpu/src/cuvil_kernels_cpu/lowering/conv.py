@@ -136,7 +136,8 @@ def lower(node: Node, cx: LowerContext) -> None:
         rows, pgd = dk.plan_rows(n, oh, ow, k, npanels, threads)
         dgeom = np.array([kh, kw, stride[0], stride[1], dilation[0]], np.int64)
         cx.add(dk.conv_direct, [xpad, wpk, bb, res], [dst], algo="direct",
-               static=(dgeom, lo, hi, act, res_mode, rows, pgd), flops=flops)  # fmt: skip
+               static=(dgeom, lo, hi, act, res_mode, rows, pgd, dk.k_block(kh, kw * c)),
+               flops=flops)  # fmt: skip
         finish()
         return
     mb, pg = gemm.plan_items(m, k, npanels * groups, threads)

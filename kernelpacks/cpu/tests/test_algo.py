@@ -1,0 +1,58 @@
+"""The per-CPU cost profiles of the conv algorithm choice (:mod:`cuvil_kernels_cpu.algo`)."""
+
+from __future__ import annotations
+
+import pytest
+from cuvil_kernels_cpu import algo
+
+
+def _layer(hw: int, c: int, o: int, stride: int = 1, k: int = 3) -> dict[str, int]:
+    return {"n": 1, "c": c, "o": o, "oh": hw, "ow": hw, "h": hw * stride, "w": hw * stride,
+            "k": k}  # fmt: skip
+
+
+def _best(prof: algo.CostProfile, shape: dict[str, int], winograd_ok: bool = True) -> str:
+    costs = algo.model_costs(shape, winograd_ok, True, prof)
+    return min(costs, key=costs.__getitem__)
+
+
+def test_profiles_by_cpu_name() -> None:
+    assert algo.profile("emeraldrapids") is algo.GOLDEN_COVE
+    assert algo.profile("sapphirerapids") is algo.GOLDEN_COVE
+    assert algo.profile("znver5") is algo.ZEN
+    assert algo.profile("some-future-cpu") is algo.ZEN
+    assert isinstance(algo.profile(), algo.CostProfile)
+
+
+@pytest.mark.parametrize(
+    "shape,zen,golden_cove",
+    [(_layer(56, 64, 64), "winograd", "direct"), (_layer(28, 128, 128), "winograd", "winograd"),
+     (_layer(14, 256, 256), "winograd", "direct"), (_layer(7, 512, 512), "im2col", "direct"),
+     (_layer(112, 3, 64, 2, 7), "direct", "direct")],
+)  # fmt: skip
+def test_resnet18_choices_per_profile(shape: dict[str, int], zen: str, golden_cove: str) -> None:
+    """The choices each profile was fitted to reproduce on ResNet-18's layers (batch 1): on
+    the AMD host Winograd for 3x3 stride 1 up to 256 channels; on the Intel Xeon the direct
+    kernel (weights in L1-sized passes) except at 28x28x128."""
+    winograd_ok = shape["k"] == 3
+    assert _best(algo.ZEN, shape, winograd_ok) == zen
+    assert _best(algo.GOLDEN_COVE, shape, winograd_ok) == golden_cove
+
+
+def test_weight_traffic_and_exact_tail_only_where_profiled() -> None:
+    """The zen profile keeps its fitted costs: no weight term, a row's last tile as MR rows
+    (7 wide: 12 rows computed); golden-cove charges weights and counts rows exactly."""
+    shape = _layer(7, 512, 512)
+    zen = algo.model_costs(shape, False, True, algo.ZEN)
+    gc = algo.model_costs(shape, False, True, algo.GOLDEN_COVE)
+    weights = 4 * 512 * 9 * 512 / algo.GOLDEN_COVE.weights
+    assert gc["im2col"] == pytest.approx(zen["im2col"] + weights)
+    pad = 8 * (7 + 3) * (7 + 3) * 512 / algo.ZEN.gather
+    assert gc["direct"] - weights - pad == pytest.approx((zen["direct"] - pad) * 7 / 12)
+
+
+def test_choice_names_the_profile(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(algo, "profile", lambda cpu=None: algo.GOLDEN_COVE)
+    choice = algo.choose_conv(_layer(56, 64, 64), False, True, {"threads": 2}, direct_ok=True)
+    assert choice["algorithm"] == "direct"
+    assert "golden-cove" in choice["why"]
