@@ -58,9 +58,23 @@ def padded_shape(n: int, c: int, kh: int, kw: int, stride: tuple[int, int],
 
 
 def plan_rows(n: int, oh: int, ow: int, k: int, npanels: int, threads: int) -> tuple[int, int]:
-    """(output rows per item, panels per item), from the GEMM's traffic model."""
+    """(output rows per item, panels per item), from the GEMM's traffic model.
+
+    With several threads: items of one panel each and row blocks that divide the image, as
+    many rows as the model allows, such that every thread gets the same number of equal items
+    (at least four each where the layer has them, else two). The model's 8-row blocks of a
+    56-row layer made 7 items, 4 for one thread and 3 for the other, and its two-panel items of
+    a 28x28x128 layer 4 items: measured interleaved (2 threads, 2026-12-05), 0.883 -> 0.794 ms
+    and 1.014 -> 0.939 ms."""
     mb, pg = gemm.plan_items(n * oh * ow, k, npanels, threads)
     rows = max(1, min(oh, mb * MR // max(1, ow)))
+    if threads <= 1:
+        return rows, pg
+    for least in (4 * threads, 2 * threads):
+        for r in range(rows, 0, -1):
+            items = n * (oh // r) * npanels
+            if oh % r == 0 and items % threads == 0 and items >= least:
+                return r, 1
     return rows, pg
 
 
