@@ -50,7 +50,7 @@ def _reference(x: np.ndarray, weight: np.ndarray, stride: int, pad: int) -> np.n
     return out + np.linspace(-1, 1, o, dtype=np.float32)
 
 
-@pytest.mark.parametrize("w", [MR, 7, 13, 2 * MR + 5])
+@pytest.mark.parametrize("w", [1, MR, 7, 9, 13, 14, 2 * MR + 5, 28])
 @pytest.mark.parametrize("o", [NR, 2 * NR, NR + 24])
 @pytest.mark.parametrize("kc", [8, 20, 72])
 @pytest.mark.parametrize(
@@ -96,6 +96,21 @@ def test_strided_and_wide_kernels(threads: int, stride: int, k: int,
     passes = _run(x, weight, stride, pad, None, -np.inf, np.inf, 0, 0, 32, threads)
     np.testing.assert_array_equal(passes, one)
     np.testing.assert_allclose(one, _reference(x, weight, stride, pad), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("w", range(1, 60))
+def test_row_tiles_cover_the_row(w: int) -> None:
+    """Tiles of 1 to MR rows, back to back from 0 to the row's end, heights differing by at
+    most one, as few as MR-row tiles allow; no tile under 3 rows past w = 6."""
+    tiles, base, extra = direct.row_tiles(w)
+    heights = [base + 1 if j < extra else base for j in range(tiles)]
+    starts = [j * base + min(j, extra) for j in range(tiles)]
+    assert sum(heights) == w and starts[0] == 0
+    assert all(s + h == t for s, h, t in zip(starts, heights, starts[1:] + [w], strict=True))
+    assert max(heights) <= MR and max(heights) - min(heights) <= 1
+    assert tiles == -(-w // MR)
+    if w > MR:
+        assert min(heights) >= MR // 2
 
 
 def test_k_block_follows_the_l1_size() -> None:

@@ -20,9 +20,11 @@ Runtime's NCHWc kernels keep a filter block in L1 the same way). The next slice 
 into L2 meanwhile. Partial sums wait in a per-thread scratch between passes and start the next
 pass; the k order of every sum is the one-pass order, so the output is bit-identical.
 
-A row's last tile, when the output width is not a multiple of ``MR`` (7 = 6 + 1 in ResNet's
-last stage), runs the register tile of exactly its rows and stores in place (full-width
-panels): computing six rows there would waste up to 5/12 of a 7-wide layer's work.
+Full-width panels cut each output row into ``ceil(W / MR)`` tiles of as equal a height as
+possible (:func:`row_tiles`: 7 = 4 + 3, 14 = 5 + 5 + 4), each computing exactly its rows: a
+1-row tile is bound by the latency of its four accumulator chains and took 2.6x the time per
+row of a full tile, a 4- or 5-row tile the same as a full one (measured 2026-12-05). Six-row
+tiles with a short last one (7 = 6 + 1) made ResNet's 7x7x512 layers 7 % slower.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def padded_shape(n: int, c: int, kh: int, kw: int, stride: tuple[int, int],
                  oh: int, ow: int) -> tuple[int, int, int, int]:  # fmt: skip
     """The padded input every tile can read inside of (rows and columns past the image)."""
     hp = max(h + pads[0] + pads[2], (oh - 1) * stride[0] + (kh - 1) * dilation_h + 1)
-    tiles = -(-ow // MR)
+    tiles = -(-ow // MR)  # narrow panels' tiles of MR rows, the last one past the row's end
     wp = max(w + pads[1] + pads[3], (tiles * MR - 1) * stride[1] + kw)
     return (n, hp, wp, c)
 
@@ -95,6 +97,15 @@ def k_block(kh: int, run: int, l1: int | None = None, nr: int = NR) -> int:
 
 
 @serial_kernel
+def row_tiles(ow: int) -> tuple[int, int, int]:
+    """``(tiles, base, extra)``: an output row of ``ow`` pixels as ``ceil(ow / MR)`` tiles, the
+    first ``extra`` of ``base + 1`` rows and the rest of ``base`` (56: 6 x 6 + 4 x 5; 14: 5 + 5
+    + 4; 12: 6 + 6; 7: 4 + 3). Tile ``j`` starts at ``j * base + min(j, extra)``."""
+    tiles = (ow + MR - 1) // MR
+    return tiles, ow // tiles, ow % tiles
+
+
+@serial_kernel
 def tile_rows(nrows, a, lda, b, k, c, ldc, bias, res, ldr, lo, hi, flags, init):  # type: ignore[no-untyped-def]
     """The full-width register tile of ``nrows`` rows (1 to ``MR``)."""
     if nrows >= MR:
@@ -112,11 +123,11 @@ def tile_rows(nrows, a, lda, b, k, c, ldc, bias, res, ldr, lo, hi, flags, init):
 
 
 @serial_kernel
-def _full_panel(xp, b, y0, y1, tiles, b_addr, bias_addr, col0, out, res, out2, res2, geom, klo,
-                khi, kflags, post, act, res_mode, kc, part, zero):  # type: ignore[no-untyped-def]  # fmt: skip
-    """Output rows ``y0 .. y1`` of image ``b`` for one full-width panel: every tile (the last
-    of a row may be shorter), in passes of ``kc`` weight rows per kernel row (0: one pass per
-    kernel row, tile by tile)."""
+def _full_panel(xp, b, y0, y1, b_addr, bias_addr, col0, out, res, out2, res2, geom, klo, khi,
+                kflags, post, act, res_mode, kc, part, zero):  # type: ignore[no-untyped-def]  # fmt: skip
+    """Output rows ``y0 .. y1`` of image ``b`` for one full-width panel: every tile of
+    :func:`row_tiles`, in passes of ``kc`` weight rows per kernel row (0: one pass per kernel
+    row, tile by tile)."""
     inf = np.float32(np.inf)
     n, oh, ow, o = out.shape
     hp, wpd, c = xp.shape[1], xp.shape[2], xp.shape[3]
@@ -124,6 +135,7 @@ def _full_panel(xp, b, y0, y1, tiles, b_addr, bias_addr, col0, out, res, out2, r
     run = kw * c
     x_addr = xp.ctypes.data
     z_addr = zero.ctypes.data
+    tiles, base, extra = row_tiles(ow)
     nt = (y1 - y0) * tiles
     step = run if kc <= 0 else kc
     # kc = 0: each tile runs all its passes before the next tile starts (one scratch slot);
@@ -145,8 +157,9 @@ def _full_panel(xp, b, y0, y1, tiles, b_addr, bias_addr, col0, out, res, out2, r
                         for ln in range(p_major * per_tile, min(lines, (p_major + 1) * per_tile)):
                             prefetch_l2(ahead + ln * 64)
                     y = y0 + q // tiles
-                    q0 = (q % tiles) * MR
-                    nrows = min(MR, ow - q0)
+                    j = q % tiles
+                    q0 = j * base + min(j, extra)
+                    nrows = base + 1 if j < extra else base
                     a_addr = x_addr + ((((b * hp + y * sh + i * dh) * wpd) + q0 * sw) * c + k0) * 4
                     pt = part.ctypes.data + (q if kc > 0 else 0) * MR * NR * 4
                     init = 0 if i == 0 and k0 == 0 else pt
@@ -190,7 +203,8 @@ def conv_direct(xp, wp, bias, res, out, geom, lo, hi, act, res_mode, rows, pg, k
     n_items = n * n_rb * n_pg
     acc = np.empty((MR, NR), np.float32)
     tmp = np.empty((MR, NR), np.float32)
-    part = np.empty((rows * tiles if kc > 0 else 1, MR, NR), np.float32)
+    slots = rows * ((ow + MR - 1) // MR) if kc > 0 else 1
+    part = np.empty((slots, MR, NR), np.float32)
     while True:
         item = grab(work)
         if item >= n_items:
@@ -207,8 +221,8 @@ def conv_direct(xp, wp, bias, res, out, geom, lo, hi, act, res_mode, rows, pg, k
             bias_addr = bias.ctypes.data + p * NR * 4
             y_end = min(oh, (rb + 1) * rows)
             if ncols == NR:
-                _full_panel(xp, b, rb * rows, y_end, tiles, b_addr, bias_addr, col0, out, res,
-                            out2, res2, geom, klo, khi, kflags, post, act, res_mode, kc, part,
+                _full_panel(xp, b, rb * rows, y_end, b_addr, bias_addr, col0, out, res, out2,
+                            res2, geom, klo, khi, kflags, post, act, res_mode, kc, part,
                             zeros)  # fmt: skip
                 continue
             for y in range(rb * rows, y_end):
