@@ -33,17 +33,15 @@ import numpy as np
 
 from cuvil_kernels_cpu.kernels import gemm
 from cuvil_kernels_cpu.kernels.atomics import grab
-from cuvil_kernels_cpu.kernels.gemm import MIN_K_BLOCK, _finish_tile, _store_edge, tile_nv
-from cuvil_kernels_cpu.kernels.isa import MR, NR, NV, kernel, l1d_bytes, serial_kernel
-from cuvil_kernels_cpu.kernels.microkernel import (
-    RES_BEFORE,
-    prefetch_l2,
-    tile_f32_r1,
-    tile_f32_r2,
-    tile_f32_r3,
-    tile_f32_r4,
-    tile_f32_r5,
+from cuvil_kernels_cpu.kernels.gemm import (
+    MIN_K_BLOCK,
+    _finish_tile,
+    _store_edge,
+    tile_nv,
+    tile_rows,
 )
+from cuvil_kernels_cpu.kernels.isa import MR, NR, kernel, l1d_bytes, serial_kernel
+from cuvil_kernels_cpu.kernels.microkernel import RES_BEFORE, prefetch_l2
 
 _NEG_INF = np.float32(-np.inf)
 _POS_INF = np.float32(np.inf)
@@ -103,23 +101,6 @@ def row_tiles(ow: int) -> tuple[int, int, int]:
     + 4; 12: 6 + 6; 7: 4 + 3). Tile ``j`` starts at ``j * base + min(j, extra)``."""
     tiles = (ow + MR - 1) // MR
     return tiles, ow // tiles, ow % tiles
-
-
-@serial_kernel
-def tile_rows(nrows, a, lda, b, k, c, ldc, bias, res, ldr, lo, hi, flags, init):  # type: ignore[no-untyped-def]
-    """The full-width register tile of ``nrows`` rows (1 to ``MR``)."""
-    if nrows >= MR:
-        tile_nv(NV, a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
-    elif nrows == 1:
-        tile_f32_r1(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
-    elif nrows == 2:
-        tile_f32_r2(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
-    elif nrows == 3:
-        tile_f32_r3(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
-    elif nrows == 4:
-        tile_f32_r4(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
-    else:
-        tile_f32_r5(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
 
 
 @serial_kernel

@@ -272,6 +272,23 @@ def tile_nv_masked(nv, a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags,
 
 
 @serial_kernel
+def tile_rows(nrows, a, lda, b, k, c, ldc, bias, res, ldr, lo, hi, flags, init):  # type: ignore[no-untyped-def]
+    """The full-width register tile of ``nrows`` rows (1 to ``MR``)."""
+    if nrows >= MR:
+        tile_nv(NV, a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+    elif nrows == 1:
+        tile_f32_r1(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+    elif nrows == 2:
+        tile_f32_r2(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+    elif nrows == 3:
+        tile_f32_r3(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+    elif nrows == 4:
+        tile_f32_r4(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+    else:
+        tile_f32_r5(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, init)
+
+
+@serial_kernel
 def tile_edge(nv, nrows, a, lda, b, k, tmp, bias):  # type: ignore[no-untyped-def]
     """``tmp[:nrows] = a[:nrows] @ b + bias`` for the last ``nrows < MR`` rows of an output
     (``tmp`` is ``MR x NR``; rows past ``nrows`` are left as they are). A full-width panel
@@ -280,16 +297,7 @@ def tile_edge(nv, nrows, a, lda, b, k, tmp, bias):  # type: ignore[no-untyped-de
     which is then cheaper."""
     inf = np.float32(np.inf)
     if nv == NR // 16 and nrows < MR:
-        if nrows == 1:
-            tile_f32_r1(a, lda, b, NR, k, tmp, NR, bias, bias, 0, -inf, inf, 0, 0)
-        elif nrows == 2:
-            tile_f32_r2(a, lda, b, NR, k, tmp, NR, bias, bias, 0, -inf, inf, 0, 0)
-        elif nrows == 3:
-            tile_f32_r3(a, lda, b, NR, k, tmp, NR, bias, bias, 0, -inf, inf, 0, 0)
-        elif nrows == 4:
-            tile_f32_r4(a, lda, b, NR, k, tmp, NR, bias, bias, 0, -inf, inf, 0, 0)
-        else:
-            tile_f32_r5(a, lda, b, NR, k, tmp, NR, bias, bias, 0, -inf, inf, 0, 0)
+        tile_rows(nrows, a, lda, b, k, tmp, NR, bias, bias, 0, -inf, inf, 0, 0)
     else:
         tile_nv(nv, a, lda, b, NR, k, tmp, NR, bias, bias, 0, -inf, inf, 0, 0)
 
