@@ -34,7 +34,6 @@ import numpy as np
 from cuvil_kernels_cpu.kernels import gemm
 from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.gemm import (
-    MIN_K_BLOCK,
     _finish_tile,
     _store_edge,
     tile_nv,
@@ -86,12 +85,7 @@ def k_block(kh: int, run: int, l1: int | None = None, nr: int = NR) -> int:
     rows) outgrows L1 and a pass may take at least ``MIN_K_BLOCK`` rows; each kernel row is
     cut into equal passes of at most two thirds of L1 (a multiple of 4 rows)."""
     l1 = l1d_bytes() if l1 is None else l1
-    row = nr * 4
-    kc_max = (2 * l1 // 3) // row // 32 * 32
-    if kc_max < MIN_K_BLOCK or kh * run * row <= l1:
-        return 0
-    passes = -(-run // kc_max)
-    return (-(-run // passes) + 3) // 4 * 4
+    return 0 if kh * run * nr * 4 <= l1 else gemm.equal_chunks(run, l1, nr)
 
 
 @serial_kernel
@@ -184,7 +178,7 @@ def conv_direct(xp, wp, bias, res, out, geom, lo, hi, act, res_mode, rows, pg, k
     n_items = n * n_rb * n_pg
     acc = np.empty((MR, NR), np.float32)
     tmp = np.empty((MR, NR), np.float32)
-    slots = rows * ((ow + MR - 1) // MR) if kc > 0 else 1
+    slots = rows * row_tiles(ow)[0] if kc > 0 else 1
     part = np.empty((slots, MR, NR), np.float32)
     while True:
         item = grab(work)

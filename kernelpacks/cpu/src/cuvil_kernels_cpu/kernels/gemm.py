@@ -79,9 +79,16 @@ def k_block(k: int, l1: int | None = None, nr: int = NR) -> int:
     64-256 without the prefetch measured 2-10 % slower (2026-12-02), so it stays off.
     """
     l1 = l1d_bytes() if l1 is None else l1
+    return 0 if k * nr * 4 <= l1 else equal_chunks(k, l1, nr)
+
+
+def equal_chunks(k: int, l1: int, nr: int = NR) -> int:
+    """Rows per chunk when ``k`` rows of an ``nr``-wide panel are cut into equal chunks of at
+    most two thirds of ``l1`` bytes (a multiple of 4 rows); 0 where such a chunk would be
+    under :data:`MIN_K_BLOCK` rows. Shared by :func:`k_block` and the direct convolution's."""
     row = nr * 4
     kc_max = (2 * l1 // 3) // row // 32 * 32
-    if kc_max < MIN_K_BLOCK or k * row <= l1:
+    if kc_max < MIN_K_BLOCK:
         return 0
     chunks = -(-k // kc_max)
     return (-(-k // chunks) + 3) // 4 * 4
