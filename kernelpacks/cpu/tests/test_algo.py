@@ -56,3 +56,31 @@ def test_choice_names_the_profile(monkeypatch: pytest.MonkeyPatch) -> None:
     choice = algo.choose_conv(_layer(56, 64, 64), False, True, {"threads": 2}, direct_ok=True)
     assert choice["algorithm"] == "direct"
     assert "golden-cove" in choice["why"]
+
+
+@pytest.mark.parametrize(
+    "shape,best",
+    [(_layer(56, 64, 64), "direct"), (_layer(28, 128, 128), "winograd"),
+     (_layer(14, 256, 256), "direct"), (_layer(7, 512, 512), "direct"),
+     (_layer(28, 64, 128, 2), "direct"), (_layer(14, 128, 256, 2), "direct"),
+     (_layer(7, 256, 512, 2), "direct"), (_layer(14, 128, 256, 2, 1), "direct"),
+     (_layer(7, 256, 512, 2, 1), "direct")],
+)  # fmt: skip
+def test_golden_cove_reading_in_place(shape: dict[str, int], best: str) -> None:
+    """With the direct kernel reading its input in place (no copy) golden-cove picks what
+    measured fastest on ResNet-18's layers (2026-12-05): direct on the stride-2 layers (3x3
+    and 1x1) where the copy had made im2col look cheaper, Winograd still on 28x28x128."""
+    in_place = dict(shape, copy=0)
+    winograd_ok = shape["k"] == 3 and shape["h"] == shape["oh"]
+    assert _best(algo.GOLDEN_COVE, in_place, winograd_ok) == best
+
+
+def test_zen_keeps_the_copy_it_was_fitted_with() -> None:
+    """The zen profile was fitted when every direct layer copied its input: its costs do not
+    change when the kernel reads in place (until it is refit on such a host)."""
+    for shape in (_layer(56, 64, 64), _layer(28, 64, 128, 2), _layer(14, 128, 256, 2, 1)):
+        assert algo.model_costs(dict(shape, copy=0), True, True, algo.ZEN) == (
+            algo.model_costs(shape, True, True, algo.ZEN))
+    copy = algo.model_costs(_layer(56, 64, 64), False, True, algo.GOLDEN_COVE)["direct"]
+    none = algo.model_costs(dict(_layer(56, 64, 64), copy=0), False, True, algo.GOLDEN_COVE)
+    assert none["direct"] < copy

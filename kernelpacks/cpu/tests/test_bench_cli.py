@@ -23,7 +23,8 @@ def test_bench_per_layer_lists_every_step_slowest_first() -> None:
     assert len(layers) > 20  # every conv, pool and permute of ResNet-18
     ms = [r["ms"] for r in layers]
     assert ms == sorted(ms, reverse=True) and ms[0] > 0
-    assert {"winograd", "im2col"} & {r["algorithm"] for r in layers}
+    convs = [r["algorithm"] for r in layers if r["op"] == "fused_conv2d"]
+    assert convs and set(convs) <= {"winograd", "im2col", "direct", "gemm"}  # the host's choice
     assert all("node" in r and "op" in r and "share" in r for r in layers)
 
 

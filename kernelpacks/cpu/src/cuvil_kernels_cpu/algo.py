@@ -14,7 +14,8 @@ The model (seconds) for a layer with ``M`` output pixels, ``K = 9 C`` and ``O`` 
   weights read from memory once);
 * direct: ``2 R O K / PEAK (1 + 8 / (KW C)) + padding copy + 4 O K / WEIGHTS`` where ``R``
   counts the rows the tiles compute and the factor is the per-call overhead of accumulating
-  a tile over kernel rows;
+  a tile over kernel rows; the copy only where the kernel cannot read its input in place
+  (lowering/conv.py) or the profile was fitted when every direct layer copied its input;
 * Winograd F(4x4,3x3), ``T`` tiles: ``2 * 36 T' C O / PEAK + 36 T (C + O) 12 / TRANSFORM +
   36 C O 4 / MEMORY`` where ``T'`` is T rounded up to the tile height (the GEMMs' rows) and
   the last term the transformed weights streamed once per chunk of tiles.
@@ -24,13 +25,18 @@ ResNet-18's layers on that CPU; only their ratios matter, and the report names t
 
 * ``zen`` (every CPU not named below): single-thread CPU times on an AMD Zen 5 with AVX-512
   and 32 KiB of L1 (2026-12-02). Its direct cost counts the last tile of an output row as six
-  rows (what the kernel then computed) and no weight traffic for im2col and direct.
+  rows (what the kernel then computed), no weight traffic for im2col and direct, and the
+  padding copy every direct layer then made (kept until it is refit on such a host).
 * ``golden-cove`` (LLVM ``sapphirerapids``, ``emeraldrapids``: Intel Xeon, 48 KiB of L1):
   two-thread layer times on an Emerald Rapids Xeon (2026-12-05, docs/cpu-pack.md). There the
   direct kernel takes its weights in L1-sized passes and runs a row's last tile on exactly its
   rows, and each layer's weights come from memory (ResNet-18's 512-channel layers read 9.4 MB,
   Winograd's transformed weights four times that): it beats Winograd except on 28x28x128 and
   beats im2col everywhere; with its choices and those passes ResNet-18 batch 1 ran 14 % faster.
+  Once the direct kernel read its input in place, ``memory`` was refit from 14.6 to 20 GB/s
+  against ResNet-18's layer times with all three algorithms forced (2 threads, 2026-12-05,
+  docs/cpu-pack.md): the model then picks what measured fastest on every layer but the
+  56x56 1x1 stride-2 one (a tie): direct on the stride-2 layers, Winograd on 28x28x128 only.
 """
 
 from __future__ import annotations
@@ -55,11 +61,12 @@ class CostProfile:
     memory: float = 30e9  # bytes/s streaming Winograd's transformed weights
     weights: float = 0.0  # bytes/s a direct or im2col layer reads its weights at (0: free)
     exact_tail: bool = False  # the direct kernel's last tile of a row computes only its rows
+    in_place: bool = False  # fitted to the direct kernel reading in place: no copy where it does
 
 
 ZEN = CostProfile("zen")
-GOLDEN_COVE = CostProfile("golden-cove", transform=11.7e9, memory=14.6e9, weights=14.6e9,
-                          exact_tail=True)  # fmt: skip
+GOLDEN_COVE = CostProfile("golden-cove", transform=11.7e9, memory=20e9, weights=14.6e9,
+                          exact_tail=True, in_place=True)  # fmt: skip
 #: LLVM CPU names -> profile (anything else: :data:`ZEN`)
 PROFILES = {"sapphirerapids": GOLDEN_COVE, "emeraldrapids": GOLDEN_COVE}
 
@@ -93,7 +100,9 @@ def model_costs(shape: dict[str, int], winograd_ok: bool, direct_ok: bool,
         # tiles do not cross output rows; the last of a row is MR rows or exactly its own
         rows = m if p.exact_tail else n * oh * -(-ow // MR) * MR
         run = kk * c  # the micro-kernel's reduction per call
-        pad = 8 * n * (shape["h"] + kk) * (shape["w"] + kk) * c
+        # the padded copy (``shape["copy"]`` 0: the kernel reads the input in place)
+        copy = shape.get("copy", 1) or not p.in_place
+        pad = 8 * n * (shape["h"] + kk) * (shape["w"] + kk) * c if copy else 0
         costs["direct"] = 2 * rows * o * k / p.peak * (1 + 8 / run) + pad / p.gather + weights
     if winograd_ok:
 

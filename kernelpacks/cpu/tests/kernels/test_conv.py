@@ -166,3 +166,51 @@ def test_depthwise_border_with_non_finite_weights_gives_the_padded_nans(
     fin = np.isfinite(want)
     np.testing.assert_array_equal(got[~fin & ~np.isnan(want)], want[~fin & ~np.isnan(want)])
     assert np.abs(got[fin] - want[fin]).max() <= reduction_bound(9, want[fin])
+
+
+def _direct_nhwc(x: np.ndarray, wt: np.ndarray, pad: int) -> tuple[np.ndarray, np.ndarray, dict]:
+    """One NHWC fused conv (3x3, stride 1) forced to the direct kernel: (got, interpreter's,
+    the executable's step algorithms)."""
+    from cuvil_kernels_cpu.executable import CpuExecutable
+
+    from cuvil_ref.interpreter import interpret
+    from cuvil_ref.passes import plan_memory
+
+    b = GraphBuilder()
+    xv = b.input("x", TensorType(x.shape, DType.f32))
+    attrs = dict(stride=(1, 1), padding=(pad,) * 4, dilation=(1, 1), groups=1,
+                 activation="relu", has_residual=False, order="residual_then_activation",
+                 data_layout="NHWC")  # fmt: skip
+    bias = np.linspace(-1, 1, wt.shape[0], dtype=np.float32)
+    y = b.op("fused_conv2d", [xv, b.constant("w", wt), b.constant("b", bias)], attrs)
+    graph = b.build([y])
+    exe = CpuExecutable(graph, {"threads": 2, "conv_algorithm": "direct"}, plan_memory(graph))
+    return exe.run([x])[0], interpret(graph, [x])[0], exe.metrics()["algorithms"]
+
+
+@pytest.mark.parametrize("o,pad", [(64, 1), (128, 2), (24, 1)])
+def test_direct_reads_its_input_in_place(o: int, pad: int, rng: np.random.Generator) -> None:
+    """Full-width panels: the direct kernel reads the producer's buffer itself, no padding
+    step; a panel narrower than the tile (O = 24) still gets a padded copy."""
+    x = rng.standard_normal((2, 9, 13, 16)).astype(np.float32)
+    wt = rng.standard_normal((o, 16, 3, 3)).astype(np.float32)
+    got, want, algorithms = _direct_nhwc(x, wt, pad)
+    assert algorithms == ({"direct": 1} if o % 64 == 0 else {"pad": 1, "direct": 1})
+    assert np.abs(got - want).max() <= reduction_bound(16 * 9, want)
+
+
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+def test_direct_with_non_finite_weights_reads_a_padded_copy(
+    bad: float, rng: np.random.Generator
+) -> None:
+    """``0 * inf`` is NaN: with a non-finite weight the padding's taps must be multiplied, as
+    the interpreter does, so the kernel reads a padded copy: NaN exactly where it has NaN."""
+    x = rng.standard_normal((1, 7, 9, 16)).astype(np.float32)
+    wt = rng.standard_normal((64, 16, 3, 3)).astype(np.float32)
+    wt[5, 0, 0, 0] = bad
+    got, want, algorithms = _direct_nhwc(x, wt, 1)
+    assert algorithms == {"pad": 1, "direct": 1}
+    assert np.isnan(want[0, 0, :, 5]).all()  # the padding's taps made NaN: not vacuous
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    fin = np.isfinite(want)
+    assert np.abs(got[fin] - want[fin]).max() <= reduction_bound(16 * 9, want[fin])

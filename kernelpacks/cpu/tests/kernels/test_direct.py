@@ -13,19 +13,24 @@ from cuvil_kernels_cpu.team import Team
 
 def _run(x: np.ndarray, weight: np.ndarray, stride: int, pad: int, res: np.ndarray | None,
          lo: float, hi: float, act: int, res_mode: int, kc: int,
-         threads: int = 1) -> np.ndarray:  # fmt: skip
+         threads: int = 1, in_place: bool = False) -> np.ndarray:  # fmt: skip
+    """``conv_direct`` on a zero-padded copy of ``x``, or on ``x`` itself (``in_place``: the
+    taps in the padding skipped)."""
     n, h, w, c = x.shape
     o, _, kh, kw = weight.shape
     oh, ow = (h + 2 * pad - kh) // stride + 1, (w + 2 * pad - kw) // stride + 1
     shape = direct.padded_shape(n, c, kh, kw, (stride, stride), 1, (pad,) * 4, h, w, oh, ow)
     xp = np.zeros(shape, np.float32)
     xp[:, pad : pad + h, pad : pad + w] = x
+    pads = [0, 0]
+    if in_place:
+        xp, pads = np.ascontiguousarray(x), [pad, pad]
     wp = gemm.pack_weights(gemm.conv_weight_kn(weight, 1))
     bias = gemm.pack_bias(np.linspace(-1, 1, o, dtype=np.float32), 1, o)
     out = np.full((n, oh, ow, o), np.nan, np.float32)
     resb = res if res is not None else np.zeros((1, 1, 1, 1), np.float32)
     rows, pg = direct.plan_rows(n, oh, ow, kh * kw * c, wp.shape[1], threads)
-    geom = np.array([kh, kw, stride, stride, 1], np.int64)
+    geom = np.array([kh, kw, stride, stride, 1, *pads], np.int64)
     work = np.zeros(1, np.int64)
     args = (xp, wp, bias, resb, out, geom, np.float32(lo), np.float32(hi), act, res_mode, rows,
             pg, kc, work)  # fmt: skip
@@ -126,3 +131,42 @@ def test_k_block_follows_the_l1_size() -> None:
         assert kc % 4 == 0 and MR <= kc <= 128
         passes = -(-run // kc)
         assert (passes - 1) * kc < run <= passes * kc
+
+
+@pytest.mark.parametrize("w", [1, 2, 5, MR, 7, 13, 14, 2 * MR + 5])
+@pytest.mark.parametrize("stride,k,pad", [(1, 3, 1), (2, 3, 1), (1, 5, 2), (2, 7, 3), (2, 1, 0),
+                                          (1, 3, 0), (1, 3, 2), (2, 3, 3)])  # fmt: skip
+@pytest.mark.parametrize("kc", [0, 8, 20])
+def test_reading_in_place_is_bit_identical(w: int, stride: int, k: int, pad: int, kc: int,
+                                           rng: np.random.Generator) -> None:  # fmt: skip
+    """Read in place, a tile whose taps reach into the padding runs only its taps inside the
+    input (cut at kernel columns, rows out of the image skipped): with finite weights the same
+    sums in the same k order as over the zero-padded copy, bit for bit -- narrow images where
+    every tile is an edge tile, padding wider than the kernel's reach (whole rows and columns of
+    zeros), weight passes, residual and a clamp included; NaN inputs stay where they were."""
+    n, h, c, o = 2, 6, 8, NR
+    x = rng.standard_normal((n, h, w, c)).astype(np.float32)
+    x[0, h // 2, w // 2, 1] = np.nan
+    weight = rng.standard_normal((o, c, k, k)).astype(np.float32)
+    oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+    if oh < 1 or ow < 1:
+        pytest.skip("no output")
+    res = rng.standard_normal((n, oh, ow, o)).astype(np.float32)
+    for act, res_mode, lo, hi in ((mathf.ACT_NONE, RES_BEFORE, 0.0, np.inf),
+                                  (mathf.ACT_GELU, RES_AFTER, -np.inf, np.inf)):  # fmt: skip
+        padded = _run(x, weight, stride, pad, res, lo, hi, act, res_mode, kc)
+        in_place = _run(x, weight, stride, pad, res, lo, hi, act, res_mode, kc, in_place=True)
+        np.testing.assert_array_equal(in_place, padded)
+    clean = np.nan_to_num(x)
+    got = _run(clean, weight, stride, pad, None, -np.inf, np.inf, 0, 0, kc, in_place=True)
+    np.testing.assert_allclose(got, _reference(clean, weight, stride, pad), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_reading_in_place_threads(threads: int, rng: np.random.Generator) -> None:
+    """ResNet-like layers read in place, one thread and two (items of row blocks and panels)."""
+    for h, c, o, stride in ((9, 16, 2 * NR, 1), (8, 24, NR, 2)):
+        x = rng.standard_normal((2, h, h, c)).astype(np.float32)
+        weight = rng.standard_normal((o, c, 3, 3)).astype(np.float32)
+        args = (x, weight, stride, 1, None, -np.inf, np.inf, 0, 0, 24, threads)
+        np.testing.assert_array_equal(_run(*args, in_place=True), _run(*args))
