@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from cuvil_kernels_cpu.kernels import direct, gemm
 from cuvil_kernels_cpu.kernels.isa import MR, MR_I8, NR, NR_I8
 from cuvil_kernels_cpu.kernels.microkernel import RES_AFTER, RES_BEFORE, tile_f32, tile_u8s8
 
@@ -65,3 +66,63 @@ def test_tile_u8s8_is_exact_at_the_extremes(rng: np.random.Generator) -> None:
     _run_u8(a, packed, c)
     np.testing.assert_array_equal(c, a.astype(np.int64) @ w.astype(np.int64))
     assert c[0, 0] == 255 * -128 * 4 * k4
+
+
+@numba.njit
+def _run_seg(nv, nrows, a, lda, b, k, nseg, sa, c, bias, res, flags):  # type: ignore[no-untyped-def]
+    lo, hi = np.float32(-np.inf), np.float32(np.inf)
+    a_, b_, c_, bias_, res_ = a.ctypes.data, b.ctypes.data, c.ctypes.data, bias.ctypes.data, (
+        res.ctypes.data)  # fmt: skip
+    if nv < NR // 16:
+        direct.tile_nv_seg(nv, a_, lda, b_, k, c_, NR, bias_, res_, NR, lo, hi, flags, nseg, sa)
+    else:
+        direct.tile_rows_seg(nrows, a_, lda, b_, k, c_, NR, bias_, res_, NR, lo, hi, flags, nseg,
+                             sa)  # fmt: skip
+
+
+@numba.njit
+def _run_by_segment(nrows, a, lda, b, k, nseg, sa, c, bias, res, flags):  # type: ignore[no-untyped-def]
+    lo, hi = np.float32(-np.inf), np.float32(np.inf)
+    acc = np.empty((MR, NR), np.float32)
+    zero = np.zeros(NR, np.float32)
+    for s in range(nseg):
+        init = 0 if s == 0 else acc.ctypes.data
+        a_s = a.ctypes.data + s * sa * 4
+        b_s = b.ctypes.data + s * k * NR * 4
+        if s < nseg - 1:
+            gemm.tile_rows(nrows, a_s, lda, b_s, k, acc.ctypes.data, NR, zero.ctypes.data,
+                           zero.ctypes.data, 0, lo, hi, 0, init)  # fmt: skip
+        else:
+            gemm.tile_rows(nrows, a_s, lda, b_s, k, c.ctypes.data, NR, bias.ctypes.data,
+                           res.ctypes.data, NR, lo, hi, flags, init)  # fmt: skip
+
+
+def test_segmented_tile_equals_one_call_per_segment(rng: np.random.Generator) -> None:
+    """The segmented tile (a direct convolution's kernel rows in one call): ``nseg`` segments
+    of ``k`` A columns ``sa`` apart, B read on contiguously, equal bit for bit to one call per
+    segment chained through stored partial sums, for 1 to MR rows, narrower panels, and
+    against float64."""
+    k, nseg, lda, sa = 7, 3, 50, 13  # rows of A 50 apart, segments 13 apart: overlapping reads
+    a = rng.standard_normal(MR * lda + nseg * sa + k).astype(np.float32)
+    b = rng.standard_normal((nseg * k, NR)).astype(np.float32)
+    bias = rng.standard_normal(NR).astype(np.float32)
+    res = rng.standard_normal((MR, NR)).astype(np.float32)
+    want = np.zeros((MR, NR))
+    for s in range(nseg):
+        rows = np.stack([a[r * lda + s * sa : r * lda + s * sa + k] for r in range(MR)])
+        want += rows.astype(np.float64) @ b[s * k : (s + 1) * k]
+    want = want + bias + res
+    for nrows in range(1, MR + 1):
+        one = np.full((MR, NR), np.nan, np.float32)
+        chained = np.full((MR, NR), np.nan, np.float32)
+        _run_seg(NR // 16, nrows, a, lda, b, k, nseg, sa, one, bias, res, RES_BEFORE)
+        _run_by_segment(nrows, a, lda, b, k, nseg, sa, chained, bias, res, RES_BEFORE)
+        np.testing.assert_array_equal(one, chained)
+        np.testing.assert_allclose(one[:nrows], want[:nrows], rtol=1e-5, atol=1e-5)
+        assert np.isnan(one[nrows:]).all()  # rows past the tile untouched
+    for nv in range(1, NR // 16):
+        narrow = np.full((MR, NR), np.nan, np.float32)
+        _run_seg(nv, MR, a, lda, b, k, nseg, sa, narrow, bias, res, RES_BEFORE)
+        np.testing.assert_allclose(narrow[:, : 16 * nv], want[:, : 16 * nv], rtol=1e-5,
+                                   atol=1e-5)  # fmt: skip
+        assert np.isnan(narrow[:, 16 * nv :]).all()

@@ -3,9 +3,14 @@
 For ``MR`` consecutive output pixels of one output row and kernel row ``i``, the taps they read
 are ``MR`` rows of ``KW * C`` contiguous values spaced ``sw * C`` apart (dilation 1, one
 group) -- exactly a micro-kernel A operand with ``lda = sw * C``. The weight rows of kernel row
-``i`` are a contiguous slice of the packed panel (``K`` is in (kh, kw, c) order). So a tile is
-``KH`` micro-kernel calls that accumulate through a small buffer, the last one applying the
-epilogue and storing the output.
+``i`` are a contiguous slice of the packed panel (``K`` is in (kh, kw, c) order). Where the
+whole panel fits in L1 (``kc`` 0: the stems, 3 input channels) a tile is one call of the
+segmented register tile (:func:`tile_rows_seg`): its k loop runs over the ``KH`` kernel rows,
+A one input row further each time, the accumulators in registers throughout -- one call per
+kernel row, each storing and reloading the accumulators, made ResNet's 7x7 stem 1.3x and a
+3x3 stem 1.2-1.5x slower (2026-12-05). Otherwise a tile is ``KH`` calls (or passes, below)
+that accumulate through a small buffer, the last one applying the epilogue and storing the
+output.
 
 The input is read in place (``geom``'s pads ``pt``, ``pl``): a tile whose taps reach into the
 padding (an edge tile: first or last pixels of a row, first or last output rows) starts from
@@ -47,11 +52,22 @@ from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.gemm import (
     _finish_tile,
     _store_edge,
-    tile_nv,
     tile_rows,
 )
-from cuvil_kernels_cpu.kernels.isa import MR, NR, kernel, l1d_bytes, serial_kernel
-from cuvil_kernels_cpu.kernels.microkernel import RES_BEFORE, prefetch_l2
+from cuvil_kernels_cpu.kernels.isa import MR, NR, NV, kernel, l1d_bytes, serial_kernel
+from cuvil_kernels_cpu.kernels.microkernel import (
+    RES_BEFORE,
+    prefetch_l2,
+    tile_f32_s1,
+    tile_f32_s2,
+    tile_f32_s3,
+    tile_f32_s4,
+    tile_f32_s5,
+    tile_f32_s6,
+    tile_f32_seg_1,
+    tile_f32_seg_2,
+    tile_f32_seg_3,
+)
 
 _NEG_INF = np.float32(-np.inf)
 _POS_INF = np.float32(np.inf)
@@ -132,6 +148,19 @@ def _full_panel(xp, b, y0, y1, b_addr, bias_addr, col0, out, res, out2, res2, ge
     lines = (step * NR * 4) // 64
     per_tile = (lines + nt - 1) // nt
     for t_major in range(by_tile):
+        if kc <= 0:
+            y, q0, nrows = _tile_at(t_major, y0, tiles, base, extra)
+            if not _edge(y * sh - pt, q0 * sw - pl, nrows, kh, kw, sw, dh, hp, wpd):
+                # all kernel rows in one call, the accumulators in registers throughout
+                a_addr = x_addr + (((b * hp + y * sh - pt) * wpd) + q0 * sw - pl) * c * 4
+                row0 = (b * oh + y) * ow + q0
+                c_addr = out.ctypes.data + (row0 * o + col0) * 4
+                r_addr = res.ctypes.data + (row0 * o + col0) * 4 if res_mode != 0 else z_addr
+                tile_rows_seg(nrows, a_addr, sw * c, b_addr, run, c_addr, o, bias_addr, r_addr, o,
+                              klo, khi, kflags, kh, dh * wpd * c)  # fmt: skip
+                if post:
+                    _finish_tile(out2, row0, nrows, col0, NR, res2, act, res_mode)
+                continue
         for i in range(kh):
             for k0 in range(0, run, step):
                 kk = min(step, run - k0)
@@ -143,19 +172,14 @@ def _full_panel(xp, b, y0, y1, b_addr, bias_addr, col0, out, res, out2, res2, ge
                     if kc > 0:
                         for ln in range(p_major * per_tile, min(lines, (p_major + 1) * per_tile)):
                             prefetch_l2(ahead + ln * 64)
-                    y = y0 + q // tiles
-                    j = q % tiles
-                    q0 = j * base + min(j, extra)
-                    nrows = base + 1 if j < extra else base
+                    y, q0, nrows = _tile_at(q, y0, tiles, base, extra)
                     ix0 = q0 * sw - pl
                     iy = y * sh + i * dh - pt
                     pt_addr = part.ctypes.data + (q if kc > 0 else 0) * MR * NR * 4
                     row0 = (b * oh + y) * ow + q0
                     c_addr = out.ctypes.data + (row0 * o + col0) * 4
                     r_addr = res.ctypes.data + (row0 * o + col0) * 4 if res_mode != 0 else z_addr
-                    y_in = y * sh - pt
-                    if (ix0 < 0 or ix0 + (nrows - 1) * sw + kw > wpd or y_in < 0
-                            or y_in + (kh - 1) * dh >= hp):  # fmt: skip
+                    if _edge(y * sh - pt, ix0, nrows, kh, kw, sw, dh, hp, wpd):
                         # a tile with taps in the padding: only its taps inside the input
                         if i == 0 and k0 == 0:
                             part[q if kc > 0 else 0, :nrows] = 0.0
@@ -179,6 +203,52 @@ def _full_panel(xp, b, y0, y1, b_addr, bias_addr, col0, out, res, out2, res2, ge
                               klo, khi, kflags, init)  # fmt: skip
                     if post:
                         _finish_tile(out2, row0, nrows, col0, NR, res2, act, res_mode)
+
+
+@serial_kernel
+def _tile_at(q: int, y0: int, tiles: int, base: int, extra: int) -> tuple[int, int, int]:
+    """Tile ``q`` of an item whose rows start at ``y0``: (output row, first pixel, pixels)."""
+    j = q % tiles
+    return y0 + q // tiles, j * base + min(j, extra), base + 1 if j < extra else base
+
+
+@serial_kernel
+def _edge(iy0: int, ix0: int, nrows: int, kh: int, kw: int, sw: int, dh: int, h: int,
+          w: int) -> bool:  # fmt: skip
+    """Whether a tile whose first tap is at input (iy0, ix0) has taps outside the ``h x w``
+    input (in the padding)."""
+    return ix0 < 0 or ix0 + (nrows - 1) * sw + kw > w or iy0 < 0 or iy0 + (kh - 1) * dh >= h
+
+
+@serial_kernel
+def tile_rows_seg(nrows, a, lda, b, k, c, ldc, bias, res, ldr, lo, hi, flags, nseg, sa):  # type: ignore[no-untyped-def]  # fmt: skip
+    """The full-width tile of ``nrows`` rows (1 to ``MR``) over ``nseg`` kernel rows ``sa``
+    elements apart, ``k`` weight rows each, accumulators in registers throughout."""
+    if nrows >= MR:
+        tile_f32_s6(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
+    elif nrows == 1:
+        tile_f32_s1(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
+    elif nrows == 2:
+        tile_f32_s2(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
+    elif nrows == 3:
+        tile_f32_s3(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
+    elif nrows == 4:
+        tile_f32_s4(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
+    else:
+        tile_f32_s5(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
+
+
+@serial_kernel
+def tile_nv_seg(nv, a, lda, b, k, c, ldc, bias, res, ldr, lo, hi, flags, nseg, sa):  # type: ignore[no-untyped-def]  # fmt: skip
+    """:func:`tile_rows_seg` for ``MR`` rows of ``nv`` column vectors (a narrower panel)."""
+    if nv >= NV:
+        tile_f32_s6(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
+    elif nv == 3:
+        tile_f32_seg_3(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
+    elif nv == 2:
+        tile_f32_seg_2(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
+    else:
+        tile_f32_seg_1(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
 
 
 @serial_kernel
@@ -240,7 +310,6 @@ def conv_direct(xp, wp, bias, res, out, geom, lo, hi, act, res_mode, rows, pg, k
     z_addr = zeros.ctypes.data
     x_addr = xp.ctypes.data
     n_items = n * n_rb * n_pg
-    acc = np.empty((MR, NR), np.float32)
     tmp = np.empty((MR, NR), np.float32)
     slots = rows * row_tiles(ow)[0] if kc > 0 else 1
     part = np.empty((slots, MR, NR), np.float32)
@@ -269,24 +338,18 @@ def conv_direct(xp, wp, bias, res, out, geom, lo, hi, act, res_mode, rows, pg, k
                     q0 = t * MR
                     row0 = (b * oh + y) * ow + q0
                     nrows = min(MR, ow - q0)
-                    full = nrows == MR and ncols == nv * 16
-                    for i in range(kh):
-                        a_addr = x_addr + (((b * hp + y * sh + i * dh) * wpd) + q0 * sw) * c * 4
-                        w_addr = b_addr + i * run * NR * 4
-                        init = 0 if i == 0 else acc.ctypes.data
-                        if i < kh - 1:
-                            tile_nv(nv, a_addr, sw * c, w_addr, NR, run, acc.ctypes.data, NR,
-                                    z_addr, z_addr, 0, _NEG_INF, _POS_INF, 0, init)  # fmt: skip
-                        elif full:
-                            c_addr = out.ctypes.data + (row0 * o + col0) * 4
-                            r_addr = (res.ctypes.data + (row0 * o + col0) * 4
-                                      if res_mode != 0 else z_addr)  # fmt: skip
-                            tile_nv(nv, a_addr, sw * c, w_addr, NR, run, c_addr, o, bias_addr,
-                                    r_addr, o, klo, khi, kflags, init)  # fmt: skip
-                            if post:
-                                _finish_tile(out2, row0, MR, col0, ncols, res2, act, res_mode)
-                        else:
-                            tile_nv(nv, a_addr, sw * c, w_addr, NR, run, tmp.ctypes.data, NR,
-                                    bias_addr, z_addr, 0, _NEG_INF, _POS_INF, 0, init)  # fmt: skip
-                            _store_edge(tmp, out2, row0, nrows, col0, ncols, res2, lo, hi, act,
-                                        res_mode)  # fmt: skip
+                    # all kernel rows in one call, the accumulators in registers throughout
+                    a_addr = x_addr + (((b * hp + y * sh) * wpd) + q0 * sw) * c * 4
+                    if nrows == MR and ncols == nv * 16:
+                        c_addr = out.ctypes.data + (row0 * o + col0) * 4
+                        r_addr = (res.ctypes.data + (row0 * o + col0) * 4
+                                  if res_mode != 0 else z_addr)  # fmt: skip
+                        tile_nv_seg(nv, a_addr, sw * c, b_addr, run, c_addr, o, bias_addr, r_addr,
+                                    o, klo, khi, kflags, kh, dh * wpd * c)  # fmt: skip
+                        if post:
+                            _finish_tile(out2, row0, MR, col0, ncols, res2, act, res_mode)
+                        continue
+                    # a short tile (reading past the row, inside the padding) or masked columns
+                    tile_nv_seg(nv, a_addr, sw * c, b_addr, run, tmp.ctypes.data, NR, bias_addr,
+                                z_addr, 0, _NEG_INF, _POS_INF, 0, kh, dh * wpd * c)  # fmt: skip
+                    _store_edge(tmp, out2, row0, nrows, col0, ncols, res2, lo, hi, act, res_mode)

@@ -163,13 +163,18 @@ def _masked_store(builder: ir.IRBuilder, value: ir.Value, base: ir.Value, index:
     builder.call(fn, [value, ptr, ir.Constant(_I32, 4), mask])
 
 
-def _tile_f32(nv: int, masked: bool = False, mr: int = MR) -> Any:
+def _tile_f32(nv: int, masked: bool = False, mr: int = MR, segmented: bool = False) -> Any:
     """The float32 tile intrinsic with ``nv`` 16-lane column vectors (1 to 4) and ``mr`` rows
     (``MR``; fewer for the last rows of an output, so they are not computed in vain).
 
     ``masked``: one more argument, ``tail`` (1 to 16): only the first ``tail`` lanes of the
     last column vector are read from ``res`` and stored to ``c`` (AVX-512 masked moves), so a
-    panel narrower than the tile (O = 24 in MobileNetV2) is stored in place."""
+    panel narrower than the tile (O = 24 in MobileNetV2) is stored in place.
+
+    ``segmented``: two more arguments, ``nseg`` and ``sa``: the k loop runs ``nseg`` times over
+    A rows that start ``sa`` elements further each time, B read on contiguously (``nseg * k``
+    rows), the accumulators kept in registers throughout -- a direct convolution's kernel rows
+    in one call (``sa`` the input's row pitch) instead of one call per kernel row."""
 
     ip, f4 = types.intp, types.float32
     args_t = (ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, f4, f4, ip, ip)
@@ -181,6 +186,10 @@ def _tile_f32(nv: int, masked: bool = False, mr: int = MR) -> Any:
                      tail):  # type: ignore[no-untyped-def]  # fmt: skip
         return types.void(*args_t, ip), codegen
 
+    def typer_segmented(typingctx, a, lda, b, ldb, k, c, ldc, bias, res, ldr, lo, hi, flags, init,
+                        nseg, sa):  # type: ignore[no-untyped-def]  # fmt: skip
+        return types.void(*args_t, ip, ip), codegen
+
     def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
         a_i, lda_v, b_i, ldb_v, k_v, c_i, ldc_v, bias_i, res_i, ldr_v, lo_v, hi_v = args[:12]
         fl, init_i = args[12], args[13]
@@ -190,15 +199,22 @@ def _tile_f32(nv: int, masked: bool = False, mr: int = MR) -> Any:
         fma = _fn(builder, "llvm.fma.v16f32", _VF, [_VF, _VF, _VF])
         rows = [builder.mul(_const(i), lda_v) for i in range(mr)]
 
+        seg = [_const(0), _const(0)]  # (A offset, B row) of the current segment
+
         def body(p: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
-            boff = builder.mul(p, ldb_v)
+            boff = builder.mul(builder.add(seg[1], p), ldb_v)
             bv = [_vload(builder, b0, builder.add(boff, _const(16 * j)), _VF) for j in range(nv)]
+            ap = builder.add(seg[0], p)
             new = []
             for i in range(mr):
-                s = builder.load(builder.gep(a0, [builder.add(rows[i], p)]), align=4)
+                s = builder.load(builder.gep(a0, [builder.add(rows[i], ap)]), align=4)
                 av = _splat(builder, s, _VF)
                 new.extend(builder.call(fma, [av, bv[j], accs[i * nv + j]]) for j in range(nv))
             return new
+
+        def segment(q: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
+            seg[0], seg[1] = builder.mul(q, args[15]), builder.mul(q, k_v)
+            return _k_loop(builder, k_v, mr * nv, _VF, body, accs)
 
         zero = ir.Constant(_VF, None)
         start = [zero] * (mr * nv)
@@ -209,7 +225,10 @@ def _tile_f32(nv: int, masked: bool = False, mr: int = MR) -> Any:
                     for i in range(mr) for j in range(nv)]  # fmt: skip
 
         start = _when(builder, builder.icmp_signed("!=", init_i, _const(0)), start, load_init)
-        acc = _k_loop(builder, k_v, mr * nv, _VF, body, start)
+        if segmented:
+            acc = _k_loop(builder, args[14], mr * nv, _VF, segment, start)
+        else:
+            acc = _k_loop(builder, k_v, mr * nv, _VF, body, start)
         bias0 = builder.inttoptr(bias_i, fp)
         bvec = [_vload(builder, bias0, _const(16 * j), _VF) for j in range(nv)]
         v = [builder.fadd(acc[i * nv + j], bvec[j]) for i in range(mr) for j in range(nv)]
@@ -247,7 +266,7 @@ def _tile_f32(nv: int, masked: bool = False, mr: int = MR) -> Any:
                     _vstore(builder, v[i * nv + j], c0, at)
         return context.get_dummy_value()
 
-    return intrinsic(typer_masked if masked else typer)
+    return intrinsic(typer_masked if masked else typer_segmented if segmented else typer)
 
 
 tile_f32_1 = _tile_f32(1)
@@ -262,6 +281,14 @@ tile_f32_masked_4 = _tile_f32(4, masked=True)
 #: full-width tiles of 1 .. 5 rows (MR is 6 on every ISA), for the last rows of an output
 tile_f32_r1, tile_f32_r2, tile_f32_r3, tile_f32_r4, tile_f32_r5 = (
     _tile_f32(NV, mr=r) for r in range(1, 6)
+)
+#: full-width tiles of 1 .. MR rows over ``nseg`` segments of A (direct convolution kernel rows)
+tile_f32_s1, tile_f32_s2, tile_f32_s3, tile_f32_s4, tile_f32_s5, tile_f32_s6 = (
+    _tile_f32(NV, mr=r, segmented=True) for r in range(1, MR + 1)
+)
+#: the same, MR rows of 1 .. 3 column vectors (a panel narrower than the tile: O = 32)
+tile_f32_seg_1, tile_f32_seg_2, tile_f32_seg_3 = (
+    _tile_f32(nv, segmented=True) for nv in range(1, 4)
 )
 #: the full-width tile (NV vectors)
 tile_f32 = (tile_f32_1, tile_f32_2, tile_f32_3, tile_f32_4)[NV - 1]
