@@ -23,7 +23,7 @@ def time_conv_candidates(shape: dict[str, int], threads: int) -> dict[str, float
     wp = gemm.pack_weights(gemm.conv_weight_kn(weight, 1))
     bp = gemm.pack_bias(None, 1, o)
     geom = np.array([3, 3, 1, 1, 1, 1, 1, 1], np.int64)
-    mb, pg = gemm.plan_items(n * oh * ow, 9 * c, wp.shape[1], threads)
+    mb, pg, kc = gemm.plan_gemm(n * oh * ow, 9 * c, wp.shape[1], threads)
     u = winograd.transform_weights(weight)
     tiles = n * -(-oh // 4) * -(-ow // 4)
     tb = winograd.chunk_tiles(c, o, tiles, threads)
@@ -32,7 +32,7 @@ def time_conv_candidates(shape: dict[str, int], threads: int) -> dict[str, float
     work = np.zeros(1, np.int64)
     calls = {
         "im2col": lambda: gemm.conv_gemm(x, wp, bp, res, out, geom, lo, hi, 0, 0, False, mb, pg,
-                                         gemm.k_block(9 * c), work),
+                                         kc, work),
         "winograd": lambda: winograd.winograd_conv(x, u, bias, res, out, pads, lo, hi, 0, 0, tb,
                                                    wpg, work),
     }  # fmt: skip

@@ -104,3 +104,23 @@ def test_l1d_bytes_reads_linux_cache_description(tmp_path: Path) -> None:
     assert l1d_bytes.__wrapped__(str(tmp_path / "missing")) == 32 * 1024
     if os.path.isdir("/sys/devices/system/cpu/cpu0/cache"):
         assert l1d_bytes() >= 16 * 1024
+
+
+@pytest.mark.parametrize(
+    "m,k,npanels",
+    [(3136, 256, 1), (784, 512, 2), (3136, 64, 4), (49, 2048, 8), (128, 768, 12), (8192, 1024, 16)],
+)
+def test_plan_gemm_caps_items_where_k_is_chunked(m: int, k: int, npanels: int) -> None:
+    """Where K is taken in chunks an item has at most L1 / (MR * NR * 4) row tiles (its partial
+    sums); elsewhere (no chunks, or a 32 KiB L1) the plan is plan_items' unchanged; every row
+    tile and panel is in some item either way."""
+    for l1 in (48 * 1024, 32 * 1024):
+        mb, pg, kc = gemm.plan_gemm(m, k, npanels, 2, l1=l1)
+        assert kc == gemm.k_block(k, l1)
+        if kc > 0:
+            assert mb <= l1 // (MR * NR * 4)
+        else:
+            assert (mb, pg) == gemm.plan_items(m, k, npanels, 2)
+        tiles = -(-m // MR)
+        items = -(-tiles // mb) * -(-npanels // pg)
+        assert items >= min(4, tiles * npanels) and 1 <= pg <= npanels

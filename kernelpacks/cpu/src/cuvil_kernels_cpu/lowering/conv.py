@@ -146,7 +146,7 @@ def lower(node: Node, cx: LowerContext) -> None:
                flops=flops)  # fmt: skip
         finish()
         return
-    mb, pg = gemm.plan_items(m, k, npanels * groups, threads)
+    mb, pg, kc = gemm.plan_gemm(m, k, npanels * groups, threads)
     if not direct and groups == 1 and pg < npanels and m * k * 4 <= MATERIALIZE_BYTES:
         # Several panel groups would each gather the same rows: gather them once instead.
         cols = cx.fresh(f"{node.outputs[0].name}.cols")
@@ -156,7 +156,7 @@ def lower(node: Node, cx: LowerContext) -> None:
         xin, geom, direct = cols, _GEOM_1X1, True
         cx.choices[node.outputs[0].name]["gathered_once"] = True
     cx.add(gemm.conv_gemm, [xin, wpk, bb, res], [dst], algo=choice["algorithm"],
-           static=(geom, lo, hi, act, res_mode, direct, mb, pg, gemm.k_block(k)),
+           static=(geom, lo, hi, act, res_mode, direct, mb, pg, kc),
            flops=flops)  # fmt: skip
     finish()
 

@@ -77,9 +77,9 @@ def lower_linear(node: Node, cx: LowerContext) -> None:
     res = _residual(cx, node, (1, 1, m, nout))
     lo, hi, act, res_mode = epilogue_of(node).args()
     threads = int(cx.options["threads"])
-    mb, pg = gemm.plan_items(m, k, cx.bufs[wp].shape[1], threads)
+    mb, pg, kc = gemm.plan_gemm(m, k, cx.bufs[wp].shape[1], threads)
     cx.add(gemm.conv_gemm, [xin, wp, bb, res], [cx.reshaped(dst, (1, 1, m, nout))], algo="gemm",
-           static=(_GEOM_1X1, lo, hi, act, res_mode, True, mb, pg, gemm.k_block(k)),
+           static=(_GEOM_1X1, lo, hi, act, res_mode, True, mb, pg, kc),
            flops=2 * m * nout * k)  # fmt: skip
     finish()
 
@@ -105,10 +105,10 @@ def lower_matmul(node: Node, cx: LowerContext) -> None:
                                                        1, n))  # fmt: skip
         xin = cx.reshaped(cx.f32(cx.logical(a)), (1, 1, rows, k))
         res = _residual(cx, node, (1, 1, rows, n))
-        mb, pg = gemm.plan_items(rows, k, cx.bufs[wp].shape[1], threads)
+        mb, pg, kc = gemm.plan_gemm(rows, k, cx.bufs[wp].shape[1], threads)
         cx.add(gemm.conv_gemm, [xin, wp, bb, res], [cx.reshaped(dst, (1, 1, rows, n))],
                algo="gemm",
-               static=(_GEOM_1X1, lo, hi, act, res_mode, True, mb, pg, gemm.k_block(k)),
+               static=(_GEOM_1X1, lo, hi, act, res_mode, True, mb, pg, kc),
                flops=2 * rows * n * k)  # fmt: skip
         cx.choose({"algorithm": "gemm", "why": "constant right operand, packed once"})
         finish()
