@@ -3,14 +3,14 @@
 For ``MR`` consecutive output pixels of one output row and kernel row ``i``, the taps they read
 are ``MR`` rows of ``KW * C`` contiguous values spaced ``sw * C`` apart (dilation 1, one
 group) -- exactly a micro-kernel A operand with ``lda = sw * C``. The weight rows of kernel row
-``i`` are a contiguous slice of the packed panel (``K`` is in (kh, kw, c) order). Where the
-whole panel fits in L1 (``kc`` 0: the stems, 3 input channels) a tile is one call of the
-segmented register tile (:func:`tile_rows_seg`): its k loop runs over the ``KH`` kernel rows,
-A one input row further each time, the accumulators in registers throughout -- one call per
-kernel row, each storing and reloading the accumulators, made ResNet's 7x7 stem 1.3x and a
-3x3 stem 1.2-1.5x slower (2026-12-05). Otherwise a tile is ``KH`` calls (or passes, below)
-that accumulate through a small buffer, the last one applying the epilogue and storing the
-output.
+``i`` are a contiguous slice of the packed panel (``K`` is in (kh, kw, c) order). Without
+weight passes (``kc`` 0: the panel fits in L1, as the stems' do, or L1 is too small for
+passes) a tile away from the padding is one call of the segmented register tile
+(:func:`tile_rows_seg`): its k loop runs over the ``KH`` kernel rows, A one input row further
+each time, the accumulators in registers throughout -- one call per kernel row, each storing
+and reloading the accumulators, made ResNet's 7x7 stem 1.3x and a 3x3 stem 1.2-1.5x slower
+(2026-12-05). Otherwise a tile is ``KH`` calls (or passes, below) that accumulate through a
+small buffer, the last one applying the epilogue and storing the output.
 
 The input is read in place (``geom``'s pads ``pt``, ``pl``): a tile whose taps reach into the
 padding (an edge tile: first or last pixels of a row, first or last output rows) starts from
@@ -282,6 +282,7 @@ def _edge_pieces(row_addr, ix0, nrows, sw, w, c, k0, kk, wrow_addr, pt_addr, z_a
             tile_rows(r_hi - r_lo, a, sw * c, wrow_addr + k * NR * 4, stop - k, acc, NR, z_addr,
                       z_addr, 0, -inf, inf, 0, acc)  # fmt: skip
         k = stop
+
 
 @kernel
 def conv_direct(xp, wp, bias, res, out, geom, lo, hi, act, res_mode, rows, pg, kc, work):  # type: ignore[no-untyped-def]
