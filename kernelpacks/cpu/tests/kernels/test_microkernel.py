@@ -73,11 +73,7 @@ def _run_seg(nv, nrows, a, lda, b, k, nseg, sa, c, bias, res, flags):  # type: i
     lo, hi = np.float32(-np.inf), np.float32(np.inf)
     a_, b_, c_, bias_, res_ = a.ctypes.data, b.ctypes.data, c.ctypes.data, bias.ctypes.data, (
         res.ctypes.data)  # fmt: skip
-    if nv < NR // 16:
-        direct.tile_nv_seg(nv, a_, lda, b_, k, c_, NR, bias_, res_, NR, lo, hi, flags, nseg, sa)
-    else:
-        direct.tile_rows_seg(nrows, a_, lda, b_, k, c_, NR, bias_, res_, NR, lo, hi, flags, nseg,
-                             sa)  # fmt: skip
+    direct.tile_seg(nv, nrows, a_, lda, b_, k, c_, NR, bias_, res_, NR, lo, hi, flags, nseg, sa)
 
 
 @numba.njit

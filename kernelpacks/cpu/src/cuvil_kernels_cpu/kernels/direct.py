@@ -6,7 +6,7 @@ group) -- exactly a micro-kernel A operand with ``lda = sw * C``. The weight row
 ``i`` are a contiguous slice of the packed panel (``K`` is in (kh, kw, c) order). Without
 weight passes (``kc`` 0: the panel fits in L1, as the stems' do, or L1 is too small for
 passes) a tile away from the padding is one call of the segmented register tile
-(:func:`tile_rows_seg`): its k loop runs over the ``KH`` kernel rows, A one input row further
+(:func:`tile_seg`): its k loop runs over the ``KH`` kernel rows, A one input row further
 each time, the accumulators in registers throughout -- one call per kernel row, each storing
 and reloading the accumulators, made ResNet's 7x7 stem 1.3x and a 3x3 stem 1.2-1.5x slower
 (2026-12-05). Otherwise a tile is ``KH`` calls (or passes, below) that accumulate through a
@@ -156,8 +156,8 @@ def _full_panel(xp, b, y0, y1, b_addr, bias_addr, col0, out, res, out2, res2, ge
                 row0 = (b * oh + y) * ow + q0
                 c_addr = out.ctypes.data + (row0 * o + col0) * 4
                 r_addr = res.ctypes.data + (row0 * o + col0) * 4 if res_mode != 0 else z_addr
-                tile_rows_seg(nrows, a_addr, sw * c, b_addr, run, c_addr, o, bias_addr, r_addr, o,
-                              klo, khi, kflags, kh, dh * wpd * c)  # fmt: skip
+                tile_seg(NV, nrows, a_addr, sw * c, b_addr, run, c_addr, o, bias_addr, r_addr, o,
+                         klo, khi, kflags, kh, dh * wpd * c)  # fmt: skip
                 if post:
                     _finish_tile(out2, row0, nrows, col0, NR, res2, act, res_mode)
                 continue
@@ -221,34 +221,30 @@ def _edge(iy0: int, ix0: int, nrows: int, kh: int, kw: int, sw: int, dh: int, h:
 
 
 @serial_kernel
-def tile_rows_seg(nrows, a, lda, b, k, c, ldc, bias, res, ldr, lo, hi, flags, nseg, sa):  # type: ignore[no-untyped-def]  # fmt: skip
-    """The full-width tile of ``nrows`` rows (1 to ``MR``) over ``nseg`` kernel rows ``sa``
-    elements apart, ``k`` weight rows each, accumulators in registers throughout."""
-    if nrows >= MR:
-        tile_f32_s6(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
-    elif nrows == 1:
-        tile_f32_s1(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
-    elif nrows == 2:
-        tile_f32_s2(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
-    elif nrows == 3:
-        tile_f32_s3(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
-    elif nrows == 4:
-        tile_f32_s4(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
-    else:
-        tile_f32_s5(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
-
-
-@serial_kernel
-def tile_nv_seg(nv, a, lda, b, k, c, ldc, bias, res, ldr, lo, hi, flags, nseg, sa):  # type: ignore[no-untyped-def]  # fmt: skip
-    """:func:`tile_rows_seg` for ``MR`` rows of ``nv`` column vectors (a narrower panel)."""
+def tile_seg(nv, nrows, a, lda, b, k, c, ldc, bias, res, ldr, lo, hi, flags, nseg, sa):  # type: ignore[no-untyped-def]  # fmt: skip
+    """The segmented register tile over ``nseg`` kernel rows ``sa`` elements apart, ``k``
+    weight rows each, accumulators in registers throughout: ``nrows`` rows (1 to ``MR``) of
+    the full width (``nv`` >= ``NV``), or ``MR`` rows of ``nv`` < ``NV`` column vectors (a
+    narrower panel)."""
     if nv >= NV:
-        tile_f32_s6(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
-    elif nv == 3:
-        tile_f32_seg_3(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
+        if nrows >= MR:
+            tile_f32_s6(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
+        elif nrows == 1:
+            tile_f32_s1(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
+        elif nrows == 2:
+            tile_f32_s2(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
+        elif nrows == 3:
+            tile_f32_s3(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
+        elif nrows == 4:
+            tile_f32_s4(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
+        else:
+            tile_f32_s5(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
+    elif nv == 1:
+        tile_f32_seg_1(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
     elif nv == 2:
         tile_f32_seg_2(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
     else:
-        tile_f32_seg_1(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
+        tile_f32_seg_3(a, lda, b, NR, k, c, ldc, bias, res, ldr, lo, hi, flags, 0, nseg, sa)
 
 
 @serial_kernel
@@ -345,12 +341,12 @@ def conv_direct(xp, wp, bias, res, out, geom, lo, hi, act, res_mode, rows, pg, k
                         c_addr = out.ctypes.data + (row0 * o + col0) * 4
                         r_addr = (res.ctypes.data + (row0 * o + col0) * 4
                                   if res_mode != 0 else z_addr)  # fmt: skip
-                        tile_nv_seg(nv, a_addr, sw * c, b_addr, run, c_addr, o, bias_addr, r_addr,
-                                    o, klo, khi, kflags, kh, dh * wpd * c)  # fmt: skip
+                        tile_seg(nv, MR, a_addr, sw * c, b_addr, run, c_addr, o, bias_addr, r_addr,
+                                 o, klo, khi, kflags, kh, dh * wpd * c)  # fmt: skip
                         if post:
                             _finish_tile(out2, row0, MR, col0, ncols, res2, act, res_mode)
                         continue
                     # a short tile (reading past the row, inside the padding) or masked columns
-                    tile_nv_seg(nv, a_addr, sw * c, b_addr, run, tmp.ctypes.data, NR, bias_addr,
-                                z_addr, 0, _NEG_INF, _POS_INF, 0, kh, dh * wpd * c)  # fmt: skip
+                    tile_seg(nv, MR, a_addr, sw * c, b_addr, run, tmp.ctypes.data, NR, bias_addr,
+                             z_addr, 0, _NEG_INF, _POS_INF, 0, kh, dh * wpd * c)  # fmt: skip
                     _store_edge(tmp, out2, row0, nrows, col0, ncols, res2, lo, hi, act, res_mode)
