@@ -8,9 +8,10 @@ weight passes (``kc`` 0: the panel fits in L1, as the stems' do, or L1 is too sm
 passes) a tile away from the padding is one call of the segmented register tile
 (:func:`tile_seg`): its k loop runs over the ``KH`` kernel rows, A one input row further
 each time, the accumulators in registers throughout -- one call per kernel row, each storing
-and reloading the accumulators, made ResNet's 7x7 stem 1.3x and a 3x3 stem 1.2-1.5x slower
-(2026-12-05). Otherwise a tile is ``KH`` calls (or passes, below) that accumulate through a
-small buffer, the last one applying the epilogue and storing the output.
+and reloading the accumulators, made ResNet's 7x7 stem 1.3-1.4x and a 3x3 stem 1.2-1.7x
+slower (2026-12-05, 1 and 2 threads). Otherwise a tile is ``KH`` calls (or passes, below)
+that accumulate through a small buffer, the last one applying the epilogue and storing the
+output.
 
 The input is read in place (``geom``'s pads ``pt``, ``pl``): a tile whose taps reach into the
 padding (an edge tile: first or last pixels of a row, first or last output rows) starts from
