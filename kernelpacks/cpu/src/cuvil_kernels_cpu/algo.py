@@ -37,6 +37,12 @@ ResNet-18's layers on that CPU; only their ratios matter, and the report names t
   against ResNet-18's layer times with all three algorithms forced (2 threads, 2026-12-05,
   docs/cpu-pack.md): the model then picks what measured fastest on every layer but the
   56x56 1x1 stride-2 one (a tie): direct on the stride-2 layers, Winograd on 28x28x128 only.
+  Once the Winograd transforms ran on 16-lane vectors (2026-12-06, kernels/winograd_lanes.py,
+  4-6x faster), ``transform`` was refit from 11.7 to 45 GB/s and the chunk count became the
+  kernel's own (:func:`cuvil_kernels_cpu.kernels.winograd.chunk_tiles`): Winograd on every
+  stride-1 3x3 layer up to 256 channels (2.1x the direct kernel's speed at 56x56x64, 1.35x at
+  14x14x256, 2 threads), direct at 7x7x512 in batch 1, whose transformed weights come from
+  memory (Winograd from batch 8 on: 6.0 against 10.6 ms).
 """
 
 from __future__ import annotations
@@ -65,7 +71,7 @@ class CostProfile:
 
 
 ZEN = CostProfile("zen")
-GOLDEN_COVE = CostProfile("golden-cove", transform=11.7e9, memory=20e9, weights=14.6e9,
+GOLDEN_COVE = CostProfile("golden-cove", transform=45e9, memory=20e9, weights=14.6e9,
                           exact_tail=True, in_place=True)  # fmt: skip
 #: LLVM CPU names -> profile (anything else: :data:`ZEN`)
 PROFILES = {"sapphirerapids": GOLDEN_COVE, "emeraldrapids": GOLDEN_COVE}
@@ -105,10 +111,11 @@ def model_costs(shape: dict[str, int], winograd_ok: bool, direct_ok: bool,
         pad = 8 * n * (shape["h"] + kk) * (shape["w"] + kk) * c if copy else 0
         costs["direct"] = 2 * rows * o * k / p.peak * (1 + 8 / run) + pad / p.gather + weights
     if winograd_ok:
+        from cuvil_kernels_cpu.kernels import winograd
 
         tiles = n * -(-oh // 4) * -(-ow // 4)
         rows = -(-tiles // MR) * MR
-        chunks = max(1, -(-tiles // max(MR, (1 << 20) // (36 * (c + o + 64) * 4))))
+        chunks = -(-tiles // winograd.chunk_tiles(c, o, tiles, 1))
         costs["winograd"] = (
             2 * 36 * rows * c * o / p.peak
             + 36 * tiles * (c + o) * 12 / p.transform

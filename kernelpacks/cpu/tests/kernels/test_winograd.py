@@ -68,3 +68,52 @@ def test_panels_per_item() -> None:
     assert winograd.panels_per_item(tiles=4, tb=6, npanels=8, threads=4) == 2
     assert winograd.panels_per_item(tiles=4, tb=6, npanels=1, threads=2) == 1
     assert winograd.panels_per_item(tiles=4, tb=6, npanels=8, threads=1) == 8
+
+
+def _silu(v: np.ndarray) -> np.ndarray:
+    return v / (1 + np.exp(-v))
+
+
+@pytest.mark.parametrize("cin,cout", [(17, 40), (48, 70)])
+@pytest.mark.parametrize("epilogue", ["relu6", "res_then_relu", "relu_then_res", "silu"])
+def test_epilogues_and_partial_lanes(
+    cin: int, cout: int, epilogue: str, rng: np.random.Generator
+) -> None:
+    """The vector transforms and the epilogue stored from the lanes (clamp, residual before or
+    after) or per pixel (an activation) against the reference convolution: channel counts that
+    leave a partial vector of 16 lanes, an output cut by the image edge on both axes (4x4
+    tiles over 7x9), two images, and each tile read in place or, at the border, copied."""
+    x = rng.standard_normal((2, cin, 7, 9)).astype(np.float32)
+    w = (rng.standard_normal((cout, cin, 3, 3)) * np.sqrt(2 / (9 * cin))).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    conv = get_op("conv2d").reference(x, w, b, stride=(1, 1), padding=(1, 1, 1, 1),
+                                      dilation=(1, 1), groups=1).transpose(0, 2, 3, 1)  # fmt: skip
+    res = rng.standard_normal(conv.shape).astype(np.float32)
+    lo, hi, act, res_mode = {
+        "relu6": (0.0, 6.0, 0, 0),
+        "res_then_relu": (0.0, np.inf, 0, 1),
+        "relu_then_res": (0.0, np.inf, 0, 2),
+        "silu": (-np.inf, np.inf, 2, 0),
+    }[epilogue]
+    want = conv + res if res_mode == 1 else conv
+    want = _silu(want) if act else np.clip(want, lo, hi)
+    want = want + res if res_mode == 2 else want
+    u = winograd.transform_weights(w)
+    out = np.empty(conv.shape, np.float32)
+    winograd.winograd_conv(
+        np.ascontiguousarray(x.transpose(0, 2, 3, 1)), u, b, res, out,
+        np.array([1, 1], np.int64), np.float32(lo), np.float32(hi), act, res_mode,
+        winograd.chunk_tiles(cin, cout, 2 * 2 * 3, 1), u.shape[1], np.zeros(1, np.int64),
+    )  # fmt: skip
+    assert np.abs(out - want).max() <= 0.1 * reduction_bound(9 * cin, conv) + 1e-6
+
+
+def test_chunk_tiles() -> None:
+    """Weights that fit in L2: chunks of about 1 MB, two per thread; larger weights: as few
+    equal chunks as fit 1.5 MB (each chunk streams the weights again), 18 tiles at least."""
+    assert winograd.chunk_tiles(64, 64, 196, 2) == 36  # 590 KB of weights: 27.6 KB per tile
+    assert winograd.chunk_tiles(64, 64, 196, 8) == 12
+    assert winograd.chunk_tiles(128, 128, 49, 2) == 30  # 2.4 MB: two chunks of 25 tiles
+    assert winograd.chunk_tiles(256, 256, 16, 2) == 18  # one chunk; the threads share panels
+    assert winograd.chunk_tiles(512, 512, 4, 2) == 6
+    assert winograd.chunk_tiles(512, 512, 32, 2) == 18  # 157 KB per tile, but 18 at least

@@ -6,9 +6,11 @@ so the multiply count drops 4x; the transforms cost O(C + O) per tile. With ``T`
 products are 36 GEMMs ``[T, C] @ [C, O]``, done on the register tile. Weights ``U = G g G^T``
 are transformed and packed once at lowering into ``[36, NP, C, NR]``.
 
-Work is split into chunks of tiles (the parallel items); a chunk's transformed input and
-products stay in L2 between the three phases. The output transform adds the bias and applies
-the epilogue before the single store of each output pixel.
+Work is split into chunks of tiles (the parallel items, :func:`chunk_tiles`); a chunk's
+transformed input and products stay in L2 between the three phases. The transforms run on 16
+channels at a time (:mod:`cuvil_kernels_cpu.kernels.winograd_lanes`), an interior tile read in
+place; the output transform adds the bias and applies the epilogue before the single store of
+each output pixel.
 
 **Accuracy.** The transforms multiply by constants up to 8 (A) and 5 (B) and divide by up to
 24 (G), so float32 rounding in the transformed domain grows by a bounded factor. The measured
@@ -26,6 +28,7 @@ from cuvil_kernels_cpu.kernels import mathf
 from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import MR, NR, kernel
 from cuvil_kernels_cpu.kernels.microkernel import tile_f32
+from cuvil_kernels_cpu.kernels.winograd_lanes import at_lanes, at_store_lanes, bt_lanes
 
 M_OUT = 4
 ALPHA = 6
@@ -85,14 +88,39 @@ def transform_weights(weight: np.ndarray) -> np.ndarray:
     )
 
 
+#: Transformed weights larger than this do not stay in L2 between chunks of tiles: each chunk
+#: streams them from memory again, so such layers take as few chunks as fit ``BIG_CHUNK``.
+WEIGHTS_IN_L2 = 1 << 20
+#: Working set (transformed input, products, one tile row) of a chunk of tiles, in bytes.
+CHUNK = 1 << 20
+BIG_CHUNK = 3 << 19
+#: Tiles per chunk at least, where the weights are streamed: each weight panel loaded from
+#: memory then serves three row tiles of the GEMM or more.
+MIN_BIG_CHUNK = 3 * MR
+
+
 def chunk_tiles(c: int, o: int, tiles: int, threads: int) -> int:
-    """Tiles per item: a multiple of MR whose transformed input and products fit ~1 MB."""
+    """Tiles per item, a multiple of MR (module docstring).
+
+    Where the transformed weights fit in L2 (``36 C O`` floats, :data:`WEIGHTS_IN_L2`), a
+    chunk's working set is about :data:`CHUNK` and there are at least two chunks per thread,
+    for balance. Larger weights are streamed once per chunk, so there are as few chunks as fit
+    :data:`BIG_CHUNK`, of equal size (:func:`panels_per_item` splits the output panels where
+    that leaves fewer chunks than threads). Measured (2 threads, batch 1, 2026-12-06):
+    28x28x128 (2.4 MB of weights) 0.54 ms in 5 chunks against 0.48 in 2; 14x14x256 (9.4 MB)
+    0.89 ms in 3 chunks against 0.77 in one whose panels the threads share; at batch 8
+    7x7x512 took 5.0 ms in chunks of 6 tiles against 3.9 in chunks of 18 (:data:`MIN_BIG_CHUNK`)."""
     per_tile = ALPHA * ALPHA * (c + o + NR) * 4
-    tb = max(MR, (1 << 20) // per_tile // MR * MR)
+    all_rows = -(-tiles // MR) * MR
+    if ALPHA * ALPHA * c * o * 4 > WEIGHTS_IN_L2:
+        tb = max(MIN_BIG_CHUNK, BIG_CHUNK // per_tile // MR * MR)
+        chunks = -(-tiles // tb)
+        return min(all_rows, -(-tiles // (chunks * MR)) * MR)
+    tb = max(MR, CHUNK // per_tile // MR * MR)
     if threads > 1:
         # at least two items per thread when there are enough tiles
         tb = min(tb, max(MR, -(-tiles // (2 * threads)) // MR * MR or MR))
-    return min(tb, -(-tiles // MR) * MR)
+    return min(tb, all_rows)
 
 
 def panels_per_item(tiles: int, tb: int, npanels: int, threads: int) -> int:
@@ -136,6 +164,10 @@ def winograd_conv(x, u, bias, res, out, pads, lo, hi, act, res_mode, tb, pg, wor
     tmp = np.empty((ALPHA, ALPHA, c), np.float32)
     s = np.empty((M_OUT, ALPHA, o), np.float32)
     y = np.empty((M_OUT, o), np.float32)
+    x_addr, d_addr, tmp_addr = x.ctypes.data, d.ctypes.data, tmp.ctypes.data
+    v_addr, mm_addr, s_addr, y_addr = v.ctypes.data, mm.ctypes.data, s.ctypes.data, y.ctypes.data
+    out_addr, bias_addr = out.ctypes.data, bias.ctypes.data
+    res_addr = res.ctypes.data if res_mode != 0 else out_addr
     while True:
         item = grab(work)
         if item >= n_items:
@@ -146,59 +178,40 @@ def winograd_conv(x, u, bias, res, out, pads, lo, hi, act, res_mode, tb, pg, wor
         p1 = min(npanels, p0 + pg)
         c0 = p0 * NR
         c1 = min(o, p1 * NR)
-        uc0, uc1 = np.uint64(c0), np.uint64(c1)
         if nt < tb:
             v[:, nt:, :] = 0.0  # the GEMM's last row tile reads up to a multiple of MR
-        # 1. input transform: V[xi, t, :] = (B^T d B)[xi]
+        # 1. input transform: V[xi, t, :] = (B^T d B)[xi], 16 channels per lane call: over the
+        # tile's six rows (read in place for an interior tile), then over each result's columns
         for t in range(nt):
             tile = t0 + t
             b = tile // (th * tw)
             r = tile % (th * tw)
             y0 = (r // tw) * M_OUT - pt
             x0 = (r % tw) * M_OUT - pl
-            inside = y0 >= 0 and x0 >= 0 and y0 + ALPHA <= h and x0 + ALPHA <= wd
-            for i in range(ALPHA):
-                iy = y0 + i
-                di = d[i].reshape(run)
-                if inside:
-                    # an interior tile row is 6 * C contiguous input values
-                    src = x[b, iy].reshape(wd * c)[x0 * c : x0 * c + run]
-                    for e in range(run):
-                        di[e] = src[e]
-                else:
+            if y0 >= 0 and x0 >= 0 and y0 + ALPHA <= h and x0 + ALPHA <= wd:
+                src, pitch = x_addr + (((b * h + y0) * wd + x0) * c) * 4, wd * c
+            else:
+                for i in range(ALPHA):
+                    iy = y0 + i
                     for j in range(ALPHA):
                         ix = x0 + j
+                        dij = d[i, j]
                         if 0 <= iy < h and 0 <= ix < wd:
+                            xij = x[b, iy, ix]
                             for ch in range(c):
-                                d[i, j, ch] = x[b, iy, ix, ch]
+                                dij[ch] = xij[ch]
                         else:
-                            for ch in range(c):
-                                d[i, j, ch] = 0.0
-            # B^T d B with the F(4x4, 3x3) rows spelled out: first over the 6 columns and all
-            # channels at once (flat, one long vectorized loop), then per transformed row
-            f0, f1, f2 = d[0].reshape(run), d[1].reshape(run), d[2].reshape(run)
-            f3, f4, f5 = d[3].reshape(run), d[4].reshape(run), d[5].reshape(run)
-            g0, g1, g2 = tmp[0].reshape(run), tmp[1].reshape(run), tmp[2].reshape(run)
-            g3, g4, g5 = tmp[3].reshape(run), tmp[4].reshape(run), tmp[5].reshape(run)
-            for e in range(run):
-                d0, d1, d2, d3, d4, d5 = f0[e], f1[e], f2[e], f3[e], f4[e], f5[e]
-                g0[e] = 4.0 * d0 - 5.0 * d2 + d4
-                g1[e] = -4.0 * (d1 + d2) + d3 + d4
-                g2[e] = 4.0 * (d1 - d2) - d3 + d4
-                g3[e] = 2.0 * (d3 - d1) - d2 + d4
-                g4[e] = 2.0 * (d1 - d3) - d2 + d4
-                g5[e] = 4.0 * d1 - 5.0 * d3 + d5
+                            dij[:] = 0.0
+                src, pitch = d_addr, run
+            for j in range(ALPHA):
+                for ch in range(0, c, 16):
+                    off = (j * c + ch) * 4
+                    bt_lanes(src + off, pitch, tmp_addr + off, run, min(16, c - ch))
             for a in range(ALPHA):
-                base = a * ALPHA
-                for ch in range(c):
-                    d0, d1, d2 = tmp[a, 0, ch], tmp[a, 1, ch], tmp[a, 2, ch]
-                    d3, d4, d5 = tmp[a, 3, ch], tmp[a, 4, ch], tmp[a, 5, ch]
-                    v[base, t, ch] = 4.0 * d0 - 5.0 * d2 + d4
-                    v[base + 1, t, ch] = -4.0 * (d1 + d2) + d3 + d4
-                    v[base + 2, t, ch] = 4.0 * (d1 - d2) - d3 + d4
-                    v[base + 3, t, ch] = 2.0 * (d3 - d1) - d2 + d4
-                    v[base + 4, t, ch] = 2.0 * (d1 - d3) - d2 + d4
-                    v[base + 5, t, ch] = 4.0 * d1 - 5.0 * d3 + d5
+                for ch in range(0, c, 16):
+                    bt_lanes(tmp_addr + (a * run + ch) * 4, c,
+                             v_addr + ((a * ALPHA * tb + t) * c + ch) * 4, tb * c,
+                             min(16, c - ch))  # fmt: skip
         # 2. 36 GEMMs on the register tile: M[xi] = V[xi] @ U[xi]
         rows = (nt + MR - 1) // MR
         for xi in range(ALPHA * ALPHA):
@@ -209,40 +222,37 @@ def winograd_conv(x, u, bias, res, out, pads, lo, hi, act, res_mode, tb, pg, wor
                     c_addr = mm[xi].ctypes.data + (rt * MR * opad + p * NR) * 4
                     tile_f32(a_addr, c, b_addr, NR, c, c_addr, opad, zb, zb, 0,
                              _NEG_INF, _POS_INF, 0, 0)  # fmt: skip
-        # 3. output transform, bias and epilogue: Y = A^T M A
+        # 3. output transform, bias and epilogue: Y = A^T M A, 16 channels per lane call: over
+        # the six rows of M (the item's output channels), then over the columns of each result
         for t in range(nt):
             tile = t0 + t
             b = tile // (th * tw)
             r = tile % (th * tw)
             oy0 = (r // tw) * M_OUT
             ox0 = (r % tw) * M_OUT
-            # A^T M A, columns first (vectorized over the item's output channels; the channel
-            # index is unsigned, so the loops carry no negative-index wraparound and vectorize)
             for j in range(ALPHA):
-                for oc in range(uc0, uc1):
-                    m0, m1, m2 = mm[j, t, oc], mm[6 + j, t, oc], mm[12 + j, t, oc]
-                    m3, m4, m5 = mm[18 + j, t, oc], mm[24 + j, t, oc], mm[30 + j, t, oc]
-                    s[0, j, oc] = m0 + m1 + m2 + m3 + m4
-                    s[1, j, oc] = (m1 - m2) + 2.0 * (m3 - m4)
-                    s[2, j, oc] = (m1 + m2) + 4.0 * (m3 + m4)
-                    s[3, j, oc] = (m1 - m2) + 8.0 * (m3 - m4) + m5
+                for oc in range(c0, c1, 16):
+                    at_lanes(mm_addr + ((j * tb + t) * opad + oc) * 4, ALPHA * tb * opad,
+                             s_addr + (j * o + oc) * 4, ALPHA * o, min(16, c1 - oc))  # fmt: skip
+            nout = min(M_OUT, ow - ox0)
             for a in range(M_OUT):
                 oy = oy0 + a
                 if oy >= oh:
                     continue
-                for oc in range(uc0, uc1):
-                    m0, m1, m2 = s[a, 0, oc], s[a, 1, oc], s[a, 2, oc]
-                    m3, m4, m5 = s[a, 3, oc], s[a, 4, oc], s[a, 5, oc]
-                    y[0, oc] = m0 + m1 + m2 + m3 + m4
-                    y[1, oc] = (m1 - m2) + 2.0 * (m3 - m4)
-                    y[2, oc] = (m1 + m2) + 4.0 * (m3 + m4)
-                    y[3, oc] = (m1 - m2) + 8.0 * (m3 - m4) + m5
-                for bb in range(min(M_OUT, ow - ox0)):
+                pix = (b * oh + oy) * ow + ox0
+                if act == 0:  # the epilogue in the lanes, stored straight into the output
+                    for oc in range(c0, c1, 16):
+                        at_store_lanes(s_addr + (a * ALPHA * o + oc) * 4, o,
+                                       out_addr + (pix * o + oc) * 4, o, min(16, c1 - oc),
+                                       bias_addr + oc * 4, res_addr + (pix * o + oc) * 4, o,
+                                       lo, hi, res_mode, nout)  # fmt: skip
+                    continue
+                for oc in range(c0, c1, 16):
+                    at_lanes(s_addr + (a * ALPHA * o + oc) * 4, o, y_addr + oc * 4, o,
+                             min(16, c1 - oc))  # fmt: skip
+                for bb in range(nout):
                     ox = ox0 + bb
                     dst = out[b, oy, ox]
                     r = res[b, oy, ox] if res_mode != 0 else dst
-                    if c0 == 0 and c1 == o:
-                        mathf.epilogue_row(y[bb], bias, r, dst, lo, hi, act, res_mode)
-                    else:
-                        mathf.epilogue_row(y[bb, c0:c1], bias[c0:c1], r[c0:c1], dst[c0:c1], lo,
-                                           hi, act, res_mode)  # fmt: skip
+                    mathf.epilogue_row(y[bb, c0:c1], bias[c0:c1], r[c0:c1], dst[c0:c1], lo, hi,
+                                       act, res_mode)  # fmt: skip
