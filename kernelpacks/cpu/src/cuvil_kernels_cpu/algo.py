@@ -38,11 +38,13 @@ ResNet-18's layers on that CPU; only their ratios matter, and the report names t
   docs/cpu-pack.md): the model then picks what measured fastest on every layer but the
   56x56 1x1 stride-2 one (a tie): direct on the stride-2 layers, Winograd on 28x28x128 only.
   Once the Winograd transforms ran on 16-lane vectors (2026-12-06, kernels/winograd_lanes.py,
-  4-6x faster), ``transform`` was refit from 11.7 to 45 GB/s and the chunk count became the
-  kernel's own (:func:`cuvil_kernels_cpu.kernels.winograd.chunk_tiles`): Winograd on every
-  stride-1 3x3 layer up to 256 channels (2.1x the direct kernel's speed at 56x56x64, 1.35x at
-  14x14x256, 2 threads), direct at 7x7x512 in batch 1, whose transformed weights come from
-  memory (Winograd from batch 8 on: 6.0 against 10.6 ms).
+  4-6x faster), ``transform`` was refit from 11.7 to 45 GB/s, the chunk count became the
+  kernel's own (:func:`cuvil_kernels_cpu.kernels.winograd.chunk_tiles`) and ``memory`` was
+  refit from 20 to 10 GB/s against whole models, where every layer's transformed weights come
+  from memory (timed alone, a layer's weights sat in L3): Winograd on the stride-1 3x3 layers
+  up to 128 channels (2.1x the direct kernel's speed at 56x56x64, 2 threads; ResNet-18 b1 7 %
+  slower with direct at 28x28x128), direct from 256 channels on (ResNet-18 b1 10 % and
+  ResNet-50 b8 11 % faster than with Winograd there).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ class CostProfile:
 
 
 ZEN = CostProfile("zen")
-GOLDEN_COVE = CostProfile("golden-cove", transform=45e9, memory=20e9, weights=14.6e9,
+GOLDEN_COVE = CostProfile("golden-cove", transform=45e9, memory=10e9, weights=14.6e9,
                           exact_tail=True, in_place=True)  # fmt: skip
 #: LLVM CPU names -> profile (anything else: :data:`ZEN`)
 PROFILES = {"sapphirerapids": GOLDEN_COVE, "emeraldrapids": GOLDEN_COVE}
