@@ -163,6 +163,23 @@ def _masked_store(builder: ir.IRBuilder, value: ir.Value, base: ir.Value, index:
     builder.call(fn, [value, ptr, ir.Constant(_I32, 4), mask])
 
 
+def _residual_clamp(builder: ir.IRBuilder, v: list[ir.Value], add_res: Any, lo: ir.Value,
+                    hi: ir.Value, flags: ir.Value) -> list[ir.Value]:  # fmt: skip
+    """The fused epilogue after the bias, on 16-lane vectors: ``add_res(v)`` if ``flags &
+    RES_BEFORE``, the clamp to ``lo``/``hi`` (two selects: NaN stays NaN), ``add_res(v)`` if
+    ``flags & RES_AFTER`` (module docstring). Every kernel that stores from registers applies
+    the epilogue through this one function, so they agree bit for bit."""
+
+    def has(bit: int) -> ir.Value:
+        return builder.icmp_signed("!=", builder.and_(flags, _const(bit)), _const(0))
+
+    v = _when(builder, has(RES_BEFORE), v, add_res)
+    lo_s, hi_s = _splat(builder, lo, _VF), _splat(builder, hi, _VF)
+    v = [builder.select(builder.fcmp_ordered("<", x, lo_s), lo_s, x) for x in v]
+    v = [builder.select(builder.fcmp_ordered(">", x, hi_s), hi_s, x) for x in v]
+    return _when(builder, has(RES_AFTER), v, add_res)
+
+
 def _tile_f32(nv: int, masked: bool = False, mr: int = MR, segmented: bool = False) -> Any:
     """The float32 tile intrinsic with ``nv`` 16-lane column vectors (1 to 4) and ``mr`` rows
     (``MR``; fewer for the last rows of an output, so they are not computed in vain).
@@ -247,14 +264,7 @@ def _tile_f32(nv: int, masked: bool = False, mr: int = MR, segmented: bool = Fal
                     out.append(builder.fadd(vals[i * nv + j], rv))
             return out
 
-        def has(bit: int) -> ir.Value:
-            return builder.icmp_signed("!=", builder.and_(fl, _const(bit)), _const(0))
-
-        v = _when(builder, has(RES_BEFORE), v, add_res)
-        lo_s, hi_s = _splat(builder, lo_v, _VF), _splat(builder, hi_v, _VF)
-        v = [builder.select(builder.fcmp_ordered("<", x, lo_s), lo_s, x) for x in v]
-        v = [builder.select(builder.fcmp_ordered(">", x, hi_s), hi_s, x) for x in v]
-        v = _when(builder, has(RES_AFTER), v, add_res)
+        v = _residual_clamp(builder, v, add_res, lo_v, hi_v, fl)
         c0 = builder.inttoptr(c_i, fp)
         for i in range(mr):
             base = builder.mul(_const(i), ldc_v)

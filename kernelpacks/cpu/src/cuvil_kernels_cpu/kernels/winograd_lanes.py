@@ -7,10 +7,10 @@ moves), so a channel count that is not a multiple of 16 needs no scalar remainde
 
 * :func:`bt_lanes`: the six rows of ``B^T`` (input transform), six outputs;
 * :func:`at_lanes`: the four rows of ``A^T`` (output transform), four outputs;
-* :func:`at_store_lanes`: the same, then the fused epilogue of the tile's ``GEMM`` kernels
-  (bias, residual before or after, clamp) applied and the first ``nout`` outputs stored into
-  the output tensor: each output pixel is written once, with no per-pixel call (an epilogue
-  call per output pixel took 0.39 ms of the 56x56x64 layer).
+* :func:`at_store_lanes`: the same, then the GEMM tile's fused epilogue (bias, then
+  ``microkernel._residual_clamp``: residual before or after, clamp) applied and the first
+  ``nout`` outputs stored into the output tensor: each output pixel is written once, with no
+  per-pixel call (an epilogue call per output pixel took 0.39 ms of the 56x56x64 layer).
 
 A 2-D transform is two passes: over the six rows of a tile (strided by the input's row pitch),
 then over the six columns of each result. Written as Numba loops, one statement storing into
@@ -38,14 +38,11 @@ from numba.extending import intrinsic
 from cuvil_kernels_cpu.kernels.microkernel import (
     _F32,
     _VF,
-    RES_AFTER,
-    RES_BEFORE,
     _const,
     _lane_mask,
     _masked_load,
     _masked_store,
-    _splat,
-    _when,
+    _residual_clamp,
 )
 
 
@@ -77,6 +74,11 @@ def _at(b: ir.IRBuilder, m: list[ir.Value]) -> list[ir.Value]:
     ]
 
 
+def _load6(builder: ir.IRBuilder, src_i: ir.Value, ss: ir.Value, mask: ir.Value) -> list[ir.Value]:
+    src = builder.inttoptr(src_i, _F32.as_pointer())
+    return [_masked_load(builder, src, builder.mul(_const(i), ss), mask) for i in range(6)]
+
+
 def _lanes(rows: Callable[[ir.IRBuilder, list[ir.Value]], list[ir.Value]]) -> Any:
     ip = types.intp
 
@@ -85,11 +87,9 @@ def _lanes(rows: Callable[[ir.IRBuilder, list[ir.Value]], list[ir.Value]]) -> An
 
     def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
         src_i, ss, dst_i, ds, tail = args
-        fp = _F32.as_pointer()
-        src, dst = builder.inttoptr(src_i, fp), builder.inttoptr(dst_i, fp)
+        dst = builder.inttoptr(dst_i, _F32.as_pointer())
         mask = _lane_mask(builder, tail)
-        ins = [_masked_load(builder, src, builder.mul(_const(i), ss), mask) for i in range(6)]
-        for k, v in enumerate(rows(builder, ins)):
+        for k, v in enumerate(rows(builder, _load6(builder, src_i, ss, mask))):
             _masked_store(builder, v, dst, builder.mul(_const(k), ds), mask)
         return context.get_dummy_value()
 
@@ -105,17 +105,10 @@ def _at_store() -> Any:
     def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
         src_i, ss, dst_i, ds, tail, bias_i, res_i, rs, lo, hi, flags, nout = args
         fp = _F32.as_pointer()
-        src, dst = builder.inttoptr(src_i, fp), builder.inttoptr(dst_i, fp)
-        res = builder.inttoptr(res_i, fp)
+        dst, res = builder.inttoptr(dst_i, fp), builder.inttoptr(res_i, fp)
         mask = _lane_mask(builder, tail)
-        ins = [_masked_load(builder, src, builder.mul(_const(i), ss), mask) for i in range(6)]
         bias = _masked_load(builder, builder.inttoptr(bias_i, fp), _const(0), mask)
-        lo_s, hi_s = _splat(builder, lo, _VF), _splat(builder, hi, _VF)
-
-        def has(bit: int) -> ir.Value:
-            return builder.icmp_signed("!=", builder.and_(flags, _const(bit)), _const(0))
-
-        for k, y in enumerate(_at(builder, ins)):
+        for k, y in enumerate(_at(builder, _load6(builder, src_i, ss, mask))):
             # output k exists (the last tile of a row may be cut by the image edge)
             with builder.if_then(builder.icmp_signed("<", _const(k), nout)):
                 at = builder.mul(_const(k), rs)
@@ -123,11 +116,7 @@ def _at_store() -> Any:
                 def add_res(vals: list[ir.Value], at: ir.Value = at) -> list[ir.Value]:
                     return [builder.fadd(vals[0], _masked_load(builder, res, at, mask))]
 
-                v = [builder.fadd(y, bias)]  # (tile_f32's epilogue, in the same order)
-                v = _when(builder, has(RES_BEFORE), v, add_res)
-                w = builder.select(builder.fcmp_ordered("<", v[0], lo_s), lo_s, v[0])
-                w = builder.select(builder.fcmp_ordered(">", w, hi_s), hi_s, w)
-                v = _when(builder, has(RES_AFTER), [w], add_res)
+                v = _residual_clamp(builder, [builder.fadd(y, bias)], add_res, lo, hi, flags)
                 _masked_store(builder, v[0], dst, builder.mul(_const(k), ds), mask)
         return context.get_dummy_value()
 
