@@ -1,9 +1,9 @@
-"""Row-wise kernels for transformers: softmax, log_softmax, layer_norm; per-channel affine.
+"""layer_norm over rows, and the per-channel affine of batch_norm (softmax:
+:mod:`cuvil_kernels_cpu.kernels.softmax`).
 
-Tensors arrive as ``[outer, L, inner]`` views (the reduced axis in the middle, ``inner = 1`` for
-the last axis, the usual case), rows are the parallel items, and sums use reassociated float32
-(vectorized) arithmetic -- inside the conformance bound for reductions; NaN and infinities keep
-the interpreter's meaning (a NaN in a row makes the row NaN, an all ``-inf`` row gives NaN).
+layer_norm's rows are the parallel items; its sums use reassociated float32 (vectorized)
+arithmetic, inside the conformance bound for reductions. NaN and infinities keep the
+interpreter's meaning.
 """
 
 from __future__ import annotations
@@ -12,76 +12,8 @@ import math
 
 import numpy as np
 
-from cuvil_kernels_cpu.kernels import mathf
 from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import kernel, reduction_kernel
-
-
-@reduction_kernel
-def softmax(x, out, log, work):  # type: ignore[no-untyped-def]
-    """out = softmax(x) (or log_softmax when ``log``) along axis 1 of ``[outer, L, inner]``."""
-    outer, n, inner = x.shape
-    if inner == 1:
-        _softmax_rows(x.reshape(outer, n), out.reshape(outer, n), log, work)
-        return
-    n_items = outer * inner
-    while True:
-        item = grab(work)
-        if item >= n_items:
-            break
-        o = item // inner
-        i = item % inner
-        m = x[o, 0, i]
-        for j in range(1, n):
-            v = x[o, j, i]
-            m = v if (v > m or v != v) else m
-        total = np.float32(0.0)
-        for j in range(n):
-            e = mathf.exp_f32(x[o, j, i] - m)
-            total += e
-            if not log:
-                out[o, j, i] = e
-        if log:
-            lt = np.float32(math.log(total))
-            for j in range(n):
-                out[o, j, i] = (x[o, j, i] - m) - lt
-        else:
-            inv = total
-            for j in range(n):
-                out[o, j, i] = out[o, j, i] / inv
-
-
-@reduction_kernel
-def _softmax_rows(x, out, log, work):  # type: ignore[no-untyped-def]
-    """:func:`softmax` over the last axis: contiguous rows, so every loop vectorizes (the
-    strided loop above was measured at about 4 ns per element on BERT's attention scores)."""
-    rows, n = x.shape
-    while True:
-        r = grab(work)
-        if r >= rows:
-            break
-        xr = x[r]
-        orow = out[r]
-        m = xr[0]
-        nan = False
-        for j in range(n):
-            v = xr[j]
-            nan |= v != v
-            m = max(m, v)
-        if nan:
-            m = np.float32(np.nan)
-        total = np.float32(0.0)
-        for j in range(n):
-            e = mathf.exp_f32(xr[j] - m)
-            total += e
-            orow[j] = e
-        if log:
-            lt = np.float32(math.log(total))
-            for j in range(n):
-                orow[j] = (xr[j] - m) - lt
-        else:
-            for j in range(n):
-                orow[j] = orow[j] / total
 
 
 @reduction_kernel

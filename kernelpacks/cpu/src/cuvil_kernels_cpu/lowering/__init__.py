@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cuvil_kernels_cpu.lowering import conv, elementwise, gemm, norm_pool, quant, shape
+from cuvil_kernels_cpu.lowering import attention, conv, elementwise, gemm, norm_pool, quant, shape
 from cuvil_kernels_cpu.lowering.common import FLOAT
 from cuvil_kernels_cpu.lowering.context import Buf, LowerContext, Program
 from cuvil_ref.errors import CuvilError, TargetError
@@ -50,7 +50,12 @@ def lower_program(graph: Graph, bindings: Mapping[str, int], options: Mapping[st
         cx.bufs[v.name] = Buf(v.name, cx.shape(v), v.type.dtype.numpy, "input")
     for name, array in graph.constants.items():
         cx.bufs[name] = Buf(name, tuple(array.shape), array.dtype, "const", array=array)
+    cx.scores = attention.plan(list(graph.nodes), list(graph.outputs), dict(graph.constants),
+                               cx.shape)  # fmt: skip
+    cx.absorbed = {name for recipe in cx.scores.values() for name in recipe.absorbed}
     for node in graph.nodes:
+        if node.outputs[0].name in cx.absorbed:
+            continue
         cx.node = node
         try:
             LOWERINGS[node.op].lower(node, cx)

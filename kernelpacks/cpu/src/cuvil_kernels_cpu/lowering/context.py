@@ -114,6 +114,10 @@ class LowerContext:
         self._counter = 0
         self._converted: dict[tuple[str, str], str] = {}
         self.node: Node | None = None
+        #: softmax output name -> the scale/mask it computes itself (:mod:`.attention`); the
+        #: nodes it absorbs (``absorbed``) are not lowered
+        self.scores: dict[str, Any] = {}
+        self.absorbed: set[str] = set()
 
     # -- values ------------------------------------------------------------------------------
     def shape(self, value: Value) -> tuple[int, ...]:

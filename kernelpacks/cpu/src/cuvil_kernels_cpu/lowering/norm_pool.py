@@ -13,14 +13,16 @@ from typing import Any
 
 import numpy as np
 
+from cuvil_kernels_cpu.lowering import attention
 from cuvil_kernels_cpu.lowering.common import FLOAT, INT8, geometry, pads4, same_dtypes
 from cuvil_kernels_cpu.lowering.context import LowerContext
+from cuvil_kernels_cpu.lowering.conv import _packed
 from cuvil_ref.ir.graph import Node
 from cuvil_ref.plugin.kit import CheckContext
 
 
 def lower_softmax(node: Node, cx: LowerContext) -> None:
-    from cuvil_kernels_cpu.kernels import norm
+    from cuvil_kernels_cpu.kernels import softmax
 
     x = node.inputs[0]
     shape = cx.shape(x) or (1,)
@@ -28,9 +30,32 @@ def lower_softmax(node: Node, cx: LowerContext) -> None:
     view = (math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :]))
     out = cx.output(node.outputs[0])
     dst, finish = cx.f32_output(out)
-    src = cx.reshaped(cx.f32(cx.logical(x)), view)
-    cx.add(norm.softmax, [src], [cx.reshaped(dst, view)], algo="softmax",
-           static=(node.op == "log_softmax",), flops=5 * math.prod(view))  # fmt: skip
+    log = node.op == "log_softmax"
+    flops = 5 * math.prod(view)
+    if view[2] != 1:  # a middle axis
+        src = cx.reshaped(cx.f32(cx.logical(x)), view)
+        cx.add(softmax.softmax, [src], [cx.reshaped(dst, view)], algo="softmax",
+               static=(log,), flops=flops)  # fmt: skip
+        finish()
+        return
+    rows, n = view[0], view[1]
+    recipe = cx.scores.get(node.outputs[0].name) or attention.Scores(x)
+    src = cx.reshaped(cx.f32(cx.logical(recipe.source)), (rows, n))
+    if recipe.mask is None:
+        mask = cx.const_buf(np.ones((1, n), np.bool_), "nomask")
+    elif (const := cx.constant(recipe.mask)) is not None:
+        mask = _packed(cx, recipe.mask.name, f"mask{shape}",
+                       lambda: attention.mask_table(const, shape))  # fmt: skip
+    else:
+        mrows = math.prod(cx.shape(recipe.mask)) // n
+        mask = cx.reshaped(cx.logical(recipe.mask), (mrows, n))
+    fill = cx.const_buf(np.array([recipe.fill], np.float32), "fill")
+    cx.add(softmax.softmax_scores, [src, mask, fill], [cx.reshaped(dst, (rows, n))],
+           algo="softmax", static=(np.float32(recipe.scale), recipe.scale_op, recipe.keep,
+                                   recipe.mask is not None, log), flops=flops)  # fmt: skip
+    if recipe.absorbed:
+        cx.choose({"algorithm": "softmax",
+                   "why": "folds " + ", ".join(f"%{a}" for a in recipe.absorbed)})  # fmt: skip
     finish()
 
 
