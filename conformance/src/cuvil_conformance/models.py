@@ -26,7 +26,7 @@ MODELS: list[tuple[str, tuple[int, ...]]] = [
     ("digits_cnn", (2, 1, 8, 8)),
     ("resnet18", (1, 3, 32, 32)),
     ("mobilenet_v2", (1, 3, 32, 32)),
-    ("transformer_block", (1, 8, 32)),
+    ("transformer_block", (1, 8, 64)),  # the zoo block is 64 wide
 ]
 QUICK = {"mlp", "digits_cnn"}
 

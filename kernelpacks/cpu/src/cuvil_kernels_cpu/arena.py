@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from cuvil_kernels_cpu.lowering.context import ALIGN, Program
+from cuvil_kernels_cpu.lowering.context import ALIGN, Program, strided_view
 
 
 @dataclass
@@ -199,7 +199,11 @@ def bind(program: Program, placement: Placement, team: Any = None) -> Instance:
     for name, b in program.bufs.items():
         if b.kind == "view":
             assert b.base is not None
-            arrays[name] = arrays[b.base].reshape(b.shape)
+            root = arrays[b.base]
+            if b.permuted is not None:
+                arrays[name] = strided_view(root, b.permuted, b.shape)
+            else:
+                arrays[name] = root.reshape(b.shape)
     calls, works = [], []
     for step in program.steps:
         work = np.zeros(1, np.int64) if takes_work(step.fn) else None

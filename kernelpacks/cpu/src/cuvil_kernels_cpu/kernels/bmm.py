@@ -46,10 +46,51 @@ def pack_rhs(b, packed, work):  # type: ignore[no-untyped-def]
 
 
 @kernel
+def pack_rhs_strided(src, packed, k, n, sb, sk, sn, work):  # type: ignore[no-untyped-def]
+    """:func:`pack_rhs` of a transpose read in place: ``B[bi, kk, j]`` is the flat ``src`` at
+    ``bi * sb + kk * sk + j * sn`` (element strides). Where the K axis is the contiguous one
+    (``k^T`` split from ``[B, S, heads, D]``) the copy runs down the columns, so the reads
+    stay sequential."""
+    nb, npanels = packed.shape[0], packed.shape[1]
+    n_items = nb * npanels
+    while True:
+        item = grab(work)
+        if item >= n_items:
+            break
+        bi = item // npanels
+        p = item % npanels
+        c0 = p * NR
+        width = min(NR, n - c0)
+        dst = packed[bi, p]
+        base = bi * sb + c0 * sn
+        if sn == 1:
+            for kk in range(k):
+                row = src[base + kk * sk : base + kk * sk + width]
+                out = dst[kk]
+                for j in range(width):
+                    out[j] = row[j]
+        elif sk == 1:
+            for j in range(width):
+                col = src[base + j * sn : base + j * sn + k]
+                for kk in range(k):
+                    dst[kk, j] = col[kk]
+        else:
+            for j in range(width):
+                col = src[base + j * sn : base + j * sn + (k - 1) * sk + 1]
+                for kk in range(k):
+                    dst[kk, j] = col[kk * sk]
+        for kk in range(k):
+            for j in range(width, NR):
+                dst[kk, j] = 0.0
+
+
+@kernel
 def bmm(a, packed, bias, res, out, lo, hi, act, res_mode, mb, work):  # type: ignore[no-untyped-def]
     """out[b] = epilogue(a[b] @ B[b] + bias) for ``a`` [B, M, K] and packed B; ``bias`` is
-    padded to ``NP * NR``; ``res`` [B, M, N] or unused (``res_mode`` 0)."""
+    padded to ``NP * NR``; ``res`` [B, M, N] or unused (``res_mode`` 0). ``a``'s rows may be
+    strided (a transpose read in place); each row is contiguous."""
     nb, m, k = a.shape
+    lda = a.strides[1] // 4
     npanels = packed.shape[1]
     n = out.shape[2]
     tiles = (m + MR - 1) // MR
@@ -81,19 +122,21 @@ def bmm(a, packed, bias, res, out, lo, hi, act, res_mode, mb, work):  # type: ig
         for t in range(bm * mb, min(tiles, (bm + 1) * mb)):
             row0 = t * MR
             nrows = min(MR, m - row0)
-            a_addr = a[bi].ctypes.data + row0 * k * 4
+            a_addr = a[bi].ctypes.data + row0 * lda * 4
+            a_ld = lda
             if nrows < MR:
                 for i in range(nrows):
                     for c in range(k):
                         stage[i, c] = a[bi, row0 + i, c]
                 a_addr = stage.ctypes.data
+                a_ld = k
             if nrows == MR and ncols == nv * 16:
                 c_addr = out2.ctypes.data + (row0 * n + col0) * 4
                 r_addr = res2.ctypes.data + (row0 * n + col0) * 4 if res_mode != 0 else bias_addr
-                tile_nv(nv, a_addr, k, b_addr, NR, k, c_addr, n, bias_addr, r_addr, n,
+                tile_nv(nv, a_addr, a_ld, b_addr, NR, k, c_addr, n, bias_addr, r_addr, n,
                         klo, khi, kflags, 0)  # fmt: skip
                 if post:
                     _finish_tile(out2, row0, MR, col0, ncols, res2, act, res_mode)
             else:
-                tile_edge(nv, nrows, a_addr, k, b_addr, k, tmp.ctypes.data, bias_addr)
+                tile_edge(nv, nrows, a_addr, a_ld, b_addr, k, tmp.ctypes.data, bias_addr)
                 _store_edge(tmp, out2, row0, nrows, col0, ncols, res2, lo, hi, act, res_mode)

@@ -13,7 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cuvil_kernels_cpu.lowering import attention, conv, elementwise, gemm, norm_pool, quant, shape
+from cuvil_kernels_cpu.lowering import (
+    attention,
+    conv,
+    elementwise,
+    gemm,
+    norm_pool,
+    quant,
+    shape,
+    views,
+)
 from cuvil_kernels_cpu.lowering.common import FLOAT
 from cuvil_kernels_cpu.lowering.context import Buf, LowerContext, Program
 from cuvil_ref.errors import CuvilError, TargetError
@@ -53,6 +62,8 @@ def lower_program(graph: Graph, bindings: Mapping[str, int], options: Mapping[st
     cx.scores = attention.plan(list(graph.nodes), list(graph.outputs), dict(graph.constants),
                                cx.shape)  # fmt: skip
     cx.absorbed = {name for recipe in cx.scores.values() for name in recipe.absorbed}
+    cx.permuted = views.plan(list(graph.nodes), list(graph.outputs), set(graph.constants),
+                             cx.shape)  # fmt: skip
     for node in graph.nodes:
         if node.outputs[0].name in cx.absorbed:
             continue

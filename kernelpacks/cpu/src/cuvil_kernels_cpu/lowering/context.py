@@ -54,7 +54,10 @@ class Buf:
 
     ``kind``: ``input`` (copied in per run), ``const`` (a constant array, ``array`` set),
     ``value`` (made by a step: arena or output), ``view`` (a reshape of ``base``'s storage).
-    ``shape`` is the physical shape: NHWC when ``nhwc`` is set for an IR-NCHW value."""
+    ``shape`` is the physical shape: NHWC when ``nhwc`` is set for an IR-NCHW value.
+    ``permuted``: for a view that is not contiguous, ``(shape, perm)``: ``base`` reshaped to
+    ``shape`` and transposed by ``perm`` (then reshaped to ``shape`` without a copy); only
+    kernels that take strided arrays are given one (see :meth:`LowerContext.permuted_view`)."""
 
     name: str
     shape: tuple[int, ...]
@@ -63,6 +66,7 @@ class Buf:
     nhwc: bool = False
     array: np.ndarray | None = None
     base: str | None = None
+    permuted: tuple[tuple[int, ...], tuple[int, ...]] | None = None
 
     @property
     def nbytes(self) -> int:
@@ -118,6 +122,8 @@ class LowerContext:
         #: nodes it absorbs (``absorbed``) are not lowered
         self.scores: dict[str, Any] = {}
         self.absorbed: set[str] = set()
+        #: transpose outputs lowered as permuted views (:mod:`.views`)
+        self.permuted: set[str] = set()
 
     # -- values ------------------------------------------------------------------------------
     def shape(self, value: Value) -> tuple[int, ...]:
@@ -161,17 +167,30 @@ class LowerContext:
         return buf
 
     def reshaped(self, name: str, shape: tuple[int, ...]) -> str:
-        """A view of ``name``'s storage with another shape (same element count)."""
+        """A view of ``name``'s storage with another shape (same element count; a permuted
+        view only where the new shape needs no copy)."""
         base = self.bufs[name]
         if base.shape == tuple(shape):
             return name
         if base.kind == "const":
             assert base.array is not None
             return self.const_buf(base.array.reshape(shape), f"{name}.r")
+        if base.permuted is not None:
+            strided_view(np.zeros(1, np.uint8), base.permuted, tuple(shape))  # or ValueError
         new = self.fresh(f"{name}.r")
         self.bufs[new] = Buf(new, tuple(int(d) for d in shape), base.dtype, "view",
-                             base=base.base or name)  # fmt: skip
+                             base=base.base or name, permuted=base.permuted)  # fmt: skip
         return new
+
+    def permuted_view(self, value: Value, src: str, perm: tuple[int, ...]) -> Buf:
+        """``value`` is ``src`` (contiguous, IR layout) transposed by ``perm`` without a copy:
+        for a transpose whose every user reads strided operands (:mod:`.views`)."""
+        base = self.bufs[src]
+        assert base.permuted is None and not base.nhwc
+        buf = Buf(value.name, self.shape(value), base.dtype, "view", base=base.base or src,
+                  permuted=(base.shape, tuple(perm)))  # fmt: skip
+        self.bufs[value.name] = buf
+        return buf
 
     def const_buf(self, array: np.ndarray, hint: str) -> str:
         name = self.fresh(hint)
@@ -294,6 +313,28 @@ class LowerContext:
         """Record the algorithm choice (and why) for the current node, for the report."""
         assert self.node is not None
         self.choices[self.node.outputs[0].name] = info
+
+
+def strided_view(root: np.ndarray, permuted: tuple[tuple[int, ...], tuple[int, ...]],
+                 shape: tuple[int, ...]) -> np.ndarray:  # fmt: skip
+    """``root``'s storage reshaped to ``permuted[0]``, transposed by ``permuted[1]`` and
+    reshaped to ``shape`` -- a view, never a copy (ValueError where that needs one). ``root``
+    may be a placeholder of any size: only the strides are looked at then."""
+    pre, perm = permuted
+    flat = root.reshape(-1)
+    if flat.size >= int(np.prod(pre, dtype=np.int64)):
+        arr = flat[: int(np.prod(pre, dtype=np.int64))].reshape(pre)
+    else:  # a placeholder: strides of a contiguous ``pre``, no memory is read
+        step = [flat.itemsize] * len(pre)
+        for i in range(len(pre) - 2, -1, -1):
+            step[i] = step[i + 1] * pre[i + 1]
+        arr = np.lib.stride_tricks.as_strided(flat, pre, tuple(step))
+    view = arr.transpose(perm).view()
+    try:
+        view.shape = shape  # raises where the reshape would need a copy
+    except AttributeError as exc:
+        raise ValueError(f"a permuted view {pre} {perm} cannot be reshaped to {shape}") from exc
+    return view
 
 
 def _cast_copy(src: np.ndarray, dst: np.ndarray) -> None:

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from cuvil_kernels_cpu.lowering.common import epilogue_check, epilogue_of, same_dtypes
-from cuvil_kernels_cpu.lowering.context import LowerContext
+from cuvil_kernels_cpu.lowering.context import LowerContext, strided_view
 from cuvil_kernels_cpu.lowering.conv import _packed
 from cuvil_ref.ir.graph import Node
 from cuvil_ref.plugin.kit import CheckContext
@@ -126,7 +126,14 @@ def lower_matmul(node: Node, cx: LowerContext) -> None:
         rows, nb = m, batch
     packed = cx.fresh(f"{node.outputs[0].name}.rhs")
     cx.new(packed, bmm.packed_rhs_shape(nb, k, n), np.float32)
-    cx.add(bmm.pack_rhs, [b3], [packed], algo="pack")
+    if (view := cx.bufs[b3]).permuted is not None:  # a transpose read in place (lowering.views)
+        assert view.base is not None
+        strides = strided_view(np.zeros(1, np.float32), view.permuted, (nb, k, n)).strides
+        flat = cx.reshaped(view.base, (math.prod(view.permuted[0]),))
+        cx.add(bmm.pack_rhs_strided, [flat], [packed], algo="pack",
+               static=(k, n, *(s // 4 for s in strides)))  # fmt: skip
+    else:
+        cx.add(bmm.pack_rhs, [b3], [packed], algo="pack")
     bb = cx.const_buf(gemm.pack_bias(None if bias is None else bias.reshape(n), 1, n), "bias")
     res = _residual(cx, node, (nb, rows, n))
     mb, _ = gemm.plan_items(rows, k, 1, threads)

@@ -1,7 +1,8 @@
 """Lowering of data-movement ops: views where the storage allows, numpy copies otherwise.
 
 ``reshape``/``flatten``/``squeeze``/``unsqueeze`` of a value stored in the IR's layout are
-views (no step at all); a ``permute`` to NHWC of a value already stored NHWC is a view too.
+views (no step at all); a ``permute`` to NHWC of a value already stored NHWC is a view too, and
+so is a transpose read only by batched matmuls (:mod:`.views`).
 Transposes, slices, concatenation, expansion and padding are one numpy copy into the output
 buffer (strided copies that release the GIL); gathers run the op's reference (index checks
 included) and copy its result. All of these are exact.
@@ -13,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from cuvil_kernels_cpu.lowering import views
 from cuvil_kernels_cpu.lowering.common import ANY
 from cuvil_kernels_cpu.lowering.context import TO_NCHW, TO_NHWC, LowerContext
 from cuvil_ref.ir.graph import Node
@@ -28,18 +30,14 @@ def lower_view(node: Node, cx: LowerContext) -> None:
 
 def lower_permute(node: Node, cx: LowerContext) -> None:
     x = node.inputs[0]
-    if node.op == "transpose":
-        rank = x.type.rank
-        perm = list(range(rank))  # a scalar's transpose is the empty permutation
-        if rank:
-            d0, d1 = node.attrs["dim0"] % rank, node.attrs["dim1"] % rank
-            perm[d0], perm[d1] = perm[d1], perm[d0]
-    else:
-        perm = [p % max(1, x.type.rank) for p in node.attrs["perm"]]
+    perm = views.permutation(node)
     if cx.bufs[x.name].nhwc and tuple(perm) == TO_NHWC:
         cx.view(node.outputs[0], x.name, cx.shape(node.outputs[0]))
         return
     src = cx.logical(x)
+    if node.outputs[0].name in cx.permuted and cx.bufs[src].permuted is None:
+        cx.permuted_view(node.outputs[0], src, perm)  # read in place by a batched matmul
+        return
     out = cx.output(node.outputs[0])
     if tuple(perm) in (TO_NHWC, TO_NCHW):
         cx.transpose4(src, out.name, cx.bufs[src].dtype, tuple(perm))
