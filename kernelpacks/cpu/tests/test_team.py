@@ -9,14 +9,14 @@ import time
 import numpy as np
 import pytest
 from cuvil_kernels_cpu import team as team_mod
-from cuvil_kernels_cpu.kernels.atomics import grab
+from cuvil_kernels_cpu.kernels.atomics import WORDS, grab
 from cuvil_kernels_cpu.kernels.isa import kernel
 
 
 @kernel
 def _count_items(hits, n_items, work):  # type: ignore[no-untyped-def]
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         hits[item] += 1
@@ -27,10 +27,11 @@ def _step(team: team_mod.Team, hits: np.ndarray, work: np.ndarray) -> None:
     team.run(lambda: _count_items(hits, hits.size, work), work)
 
 
-def test_every_item_runs_once_across_many_steps() -> None:
+@pytest.mark.parametrize("words", [1, WORDS])  # one shared counter; front/back with settling
+def test_every_item_runs_once_across_many_steps(words: int) -> None:
     team = team_mod.Team(2)
     hits = np.zeros(64, np.int64)
-    work = np.zeros(1, np.int64)
+    work = np.zeros(words, np.int64)
     for _ in range(500):
         _step(team, hits, work)
     assert (hits == 500).all()
@@ -39,7 +40,7 @@ def test_every_item_runs_once_across_many_steps() -> None:
 def test_a_sleeping_helper_is_woken() -> None:
     team = team_mod.Team(2)
     hits = np.zeros(4096, np.int64)
-    work = np.zeros(1, np.int64)
+    work = np.zeros(WORDS, np.int64)
     helper = team.helpers[0]
     for _ in range(5):
         _step(team, hits, work)

@@ -180,6 +180,8 @@ def takes_work(fn: Any) -> bool:
 
 def bind(program: Program, placement: Placement, team: Any = None) -> Instance:
     """Allocate one arena and bind every step to its arrays (and its work counter)."""
+    from cuvil_kernels_cpu.kernels.atomics import WORDS
+
     raw = np.empty(placement.arena_bytes + ALIGN, np.uint8)
     shift = (-raw.ctypes.data) % ALIGN
     arena = raw[shift : shift + placement.arena_bytes]
@@ -206,7 +208,7 @@ def bind(program: Program, placement: Placement, team: Any = None) -> Instance:
                 arrays[name] = root.reshape(b.shape)
     calls, works = [], []
     for step in program.steps:
-        work = np.zeros(1, np.int64) if takes_work(step.fn) else None
+        work = np.zeros(WORDS, np.int64) if takes_work(step.fn) else None
         extra = () if work is None else (work,)
         calls.append(functools.partial(
             step.fn, *[arrays[a] for a in step.args], *[arrays[w] for w in step.writes],

@@ -9,7 +9,7 @@ import numpy as np
 
 def time_conv_candidates(shape: dict[str, int], threads: int) -> dict[str, float]:
     """Best-of-3 seconds for im2col and Winograd on zeros of ``shape`` (3x3, stride 1, pad 1)."""
-    from cuvil_kernels_cpu.kernels import gemm, winograd
+    from cuvil_kernels_cpu.kernels import atomics, gemm, winograd
     from cuvil_kernels_cpu.team import Team
 
     n, c, h, w, o = shape["n"], shape["c"], shape["h"], shape["w"], shape["o"]
@@ -29,7 +29,7 @@ def time_conv_candidates(shape: dict[str, int], threads: int) -> dict[str, float
     tb = winograd.chunk_tiles(c, o, tiles, threads)
     wpg = winograd.panels_per_item(tiles, tb, u.shape[1], threads)
     pads = np.array([1, 1], np.int64)
-    work = np.zeros(1, np.int64)
+    work = np.zeros(atomics.WORDS, np.int64)
     calls = {
         "im2col": lambda: gemm.conv_gemm(x, wp, bp, res, out, geom, lo, hi, 0, 0, False, mb, pg,
                                          kc, work),

@@ -31,7 +31,7 @@ def pack_rhs(b, packed, work):  # type: ignore[no-untyped-def]
     npanels = packed.shape[1]
     n_items = nb * npanels
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         bi = item // npanels
@@ -54,7 +54,7 @@ def pack_rhs_strided(src, packed, k, n, sb, sk, sn, work):  # type: ignore[no-un
     nb, npanels = packed.shape[0], packed.shape[1]
     n_items = nb * npanels
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         bi = item // npanels
@@ -103,7 +103,7 @@ def bmm(a, packed, bias, res, out, lo, hi, act, res_mode, mb, work):  # type: ig
         klo, khi = _NEG_INF, _POS_INF
     n_items = nb * n_mb * npanels
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         bi = item // (n_mb * npanels)

@@ -32,7 +32,7 @@ def depthwise(x, w, bias, res, out, geom, lo, hi, act, res_mode, work):  # type:
     pt, pl, dh, dw = geom[4], geom[5], geom[6], geom[7]
     n_items = n * oh
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         b = item // oh

@@ -127,7 +127,7 @@ def depthwise_tiled(x, w, bias, res, out, geom, lo, hi, act, res_mode, work):  #
     n_items = n * oh
     acc = np.empty(c, np.float32)
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         b = item // oh

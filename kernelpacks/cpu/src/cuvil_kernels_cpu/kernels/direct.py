@@ -312,7 +312,7 @@ def conv_direct(xp, wp, bias, res, out, geom, lo, hi, act, res_mode, rows, pg, k
     slots = rows * row_tiles(ow)[0] if kc > 0 else 1
     part = np.empty((slots, MR, NR), np.float32)
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         b = item // (n_rb * n_pg)

@@ -183,7 +183,7 @@ def pad_nhwc(x, out, pt, pl, work):  # type: ignore[no-untyped-def]
     left = min(pl, wp) * c
     inner = max(0, min(w, wp - pl)) * c
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         b = item // hp
@@ -210,7 +210,7 @@ def im2col(x, cols, geom, oh, ow, work):  # type: ignore[no-untyped-def]
     m = cols.shape[0]
     n_items = (m + 63) // 64
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         r0 = item * 64
@@ -420,7 +420,7 @@ def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg
     part = np.empty((mb if kc > 0 else 1, MR, NR), np.float32)
     zero = np.zeros(NR, np.float32)
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         g = item // (n_mb * n_pg)

@@ -19,7 +19,7 @@ def nchw_to_nhwc(x, out, work):  # type: ignore[no-untyped-def]
     n, c, h, w = x.shape
     n_items = n * h
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         b = item // h
@@ -37,7 +37,7 @@ def nhwc_to_nchw(x, out, work):  # type: ignore[no-untyped-def]
     n, h, w, c = x.shape
     n_items = n * h
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         b = item // h
@@ -61,7 +61,7 @@ def pad_from_nchw(x, out, pt, pl, work):  # type: ignore[no-untyped-def]
     left = min(pl, wp)
     inner = max(0, min(w, wp - pl))
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         b = item // hp

@@ -22,7 +22,7 @@ def layer_norm(x, weight, bias, out, eps, has_weight, has_bias, work):  # type: 
     rows, n = x.shape
     n_items = rows
     while True:
-        r = grab(work)
+        r = grab(work, n_items)
         if r >= n_items:
             break
         s = np.float32(0.0)
@@ -51,7 +51,7 @@ def batch_norm(x, table, out, has_weight, has_bias, work):  # type: ignore[no-un
     rows, c = x.shape
     n_items = rows
     while True:
-        r = grab(work)
+        r = grab(work, n_items)
         if r >= n_items:
             break
         for j in range(c):

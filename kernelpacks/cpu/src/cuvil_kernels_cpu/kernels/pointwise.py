@@ -25,7 +25,7 @@ def binary_f32(a, b, out, op, work):  # type: ignore[no-untyped-def]
     n_items = (n + CHUNK - 1) // CHUNK
     scalar = b.size == 1
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         lo = item * CHUNK
@@ -73,7 +73,7 @@ def where_f32(cond, a, b, out, work):  # type: ignore[no-untyped-def]
     sa = a.size == 1
     sb = b.size == 1
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         i = item * CHUNK

@@ -25,7 +25,7 @@ def max_pool(x, out, geom, fill, work):  # type: ignore[no-untyped-def]
     pt, pl, dh, dw = geom[4], geom[5], geom[6], geom[7]
     n_items = n * oh
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         b = item // oh
@@ -68,7 +68,7 @@ def avg_pool(x, out, geom, pads_br, count_include_pad, divisor, work):  # type: 
     pb, pr = pads_br[0], pads_br[1]
     n_items = n * oh
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         b = item // oh
@@ -104,7 +104,7 @@ def adaptive_avg_pool(x, out, work):  # type: ignore[no-untyped-def]
     h, wd = x.shape[1], x.shape[2]
     n_items = n * oh
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         b = item // oh

@@ -26,7 +26,7 @@ def quantize(x, out, scale, zp, qmin, qmax, work):  # type: ignore[no-untyped-de
     hi = np.float32(qmax - zp)
     n_items = (n + _CHUNK - 1) // _CHUNK
     while True:
-        c = grab(work)
+        c = grab(work, n_items)
         if c >= n_items:
             break
         lo_i = c * _CHUNK
@@ -47,7 +47,7 @@ def dequantize(q, out, scale, zp, work):  # type: ignore[no-untyped-def]
     n = q.size
     n_items = (n + _CHUNK - 1) // _CHUNK
     while True:
-        c = grab(work)
+        c = grab(work, n_items)
         if c >= n_items:
             break
         lo_i = c * _CHUNK
@@ -65,7 +65,7 @@ def requantize(x, out, x_zp, mult, shift, out_zp, qmin, qmax, work):  # type: ig
     rounding = np.int64(1) << (shift - 1)
     n_items = (n + _CHUNK - 1) // _CHUNK
     while True:
-        c = grab(work)
+        c = grab(work, n_items)
         if c >= n_items:
             break
         lo_i = c * _CHUNK
@@ -85,7 +85,7 @@ def qadd(a, b, out, a_zp, b_zp, m_a, m_b, shift, out_zp, qmin, qmax, work):  # t
     rounding = np.int64(1) << (shift - 1)
     n_items = (n + _CHUNK - 1) // _CHUNK
     while True:
-        c = grab(work)
+        c = grab(work, n_items)
         if c >= n_items:
             break
         lo_i = c * _CHUNK
@@ -106,7 +106,7 @@ def qmul(a, b, out, a_zp, b_zp, mult, shift, out_zp, qmin, qmax, work):  # type:
     rounding = np.int64(1) << (shift - 1)
     n_items = (n + _CHUNK - 1) // _CHUNK
     while True:
-        c = grab(work)
+        c = grab(work, n_items)
         if c >= n_items:
             break
         lo_i = c * _CHUNK
@@ -128,7 +128,7 @@ def qavg_pool(x, rows, cols, mult, shift, out, x_zp, out_zp, qmin, qmax, work): 
     n, oh, ow, c = out.shape
     n_items = n * oh
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         b = item // oh

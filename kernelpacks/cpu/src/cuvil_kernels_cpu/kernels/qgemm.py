@@ -120,7 +120,7 @@ def qconv_gemm(x, wp, corr, mult, shift, out, geom, out_zp, qmin, qmax, pad, mb,
     abuf_all = np.empty((mb * MR_I8, kb), np.uint8)
     tmp = np.empty((MR_I8, NR_I8), np.int32)
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         g = item // (n_mb * n_pg)
@@ -162,7 +162,7 @@ def qdepthwise(x, w, bias, mult, shift, out, geom, x_zp, out_zp, qmin, qmax, wor
     pt, pl, dh, dw = geom[4], geom[5], geom[6], geom[7]
     n_items = n * oh
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         b = item // oh

@@ -49,7 +49,7 @@ def softmax(x, out, log, work):  # type: ignore[no-untyped-def]
     outer, n, inner = x.shape
     n_items = outer * inner
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         o = item // inner
@@ -87,7 +87,7 @@ def softmax_scores(x, mask, fill, out, scale, scale_op, keep, has_mask, log, wor
     per = max(1, BLOCK // n)
     n_items = (rows + per - 1) // per
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         for r in range(item * per, min(rows, item * per + per)):

@@ -96,6 +96,17 @@ def wait_equal(addr, want, polls):  # type: ignore[no-untyped-def]
 
 
 @serial_kernel
+def wait_done(waiting, done, want, polls):  # type: ignore[no-untyped-def]
+    """The caller's wait for a helper that joined a step: first it stores 1 at ``waiting``
+    (the step's work array word that releases the helpers spinning at the end of their kernel,
+    :func:`cuvil_kernels_cpu.kernels.atomics.grab`) -- here, with the GIL released, so a helper
+    takes the GIL back without sleeping on it -- then it polls ``done`` until it equals
+    ``want`` (at most ``polls`` times); returns whether it did."""
+    _store(waiting, 1)
+    return wait_equal(done, want, polls)
+
+
+@serial_kernel
 def wait_posted(posted, old, work, done, polls):  # type: ignore[no-untyped-def]
     """A helper's wait for its next step. First it stores ``old`` (the step it finished) at
     ``done`` -- here, with the GIL already released, so the poster that spins for it takes the

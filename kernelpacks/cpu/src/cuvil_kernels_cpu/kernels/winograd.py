@@ -169,7 +169,7 @@ def winograd_conv(x, u, bias, res, out, pads, lo, hi, act, res_mode, tb, pg, wor
     out_addr, bias_addr = out.ctypes.data, bias.ctypes.data
     res_addr = res.ctypes.data if res_mode != 0 else out_addr
     while True:
-        item = grab(work)
+        item = grab(work, n_items)
         if item >= n_items:
             break
         t0 = (item // n_pg) * tb
