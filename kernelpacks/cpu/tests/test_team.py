@@ -73,3 +73,22 @@ def test_a_helper_error_reaches_the_caller() -> None:
     hits = np.zeros(8, np.int64)
     _step(team, hits, work)  # the team still works afterwards
     assert (hits == 1).all()
+
+
+def test_a_helper_does_not_join_a_step_whose_items_are_all_taken() -> None:
+    """One item: the caller has taken it by the time the helper sees the step start, so the
+    helper stays in its native wait (a wide work array publishes the item count). Only a
+    caller descheduled for longer than the helper's spin between posting and taking the item
+    lets the helper in; the assertion leaves room for a few such steps on a loaded machine."""
+    team = team_mod.Team(2)
+    hits = np.zeros(1, np.int64)
+    work = np.zeros(WORDS, np.int64)
+    for _ in range(300):
+        _step(team, hits, work)
+    assert hits[0] == 300
+    assert team.joined <= 30  # without the check the helper joined about 3 steps in 4
+    many = np.zeros(4096, np.int64)  # and it still joins a step with work left
+    deadline = time.monotonic() + 10.0
+    while team.joined == 0 and time.monotonic() < deadline:
+        _step(team, many, work)
+    assert team.joined > 0

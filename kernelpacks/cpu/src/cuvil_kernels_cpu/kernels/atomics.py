@@ -23,6 +23,10 @@ Python at about the same time; the one that found the GIL taken slept on it, and
 10-15 us in this KVM guest -- per step, as long as a small MobileNetV2 layer. Now the helper
 takes the GIL only while the caller waits without it.
 
+**Joining a step.** :func:`grab` publishes the item count in ``work[4]``; a helper that sees
+the caller started and every item already taken does not join at all
+(:func:`cuvil_kernels_cpu.kernels.spin.wait_posted`): it stays in native code for the next step.
+
 ``work`` has :data:`WORDS` int64 words, reset per step by :func:`reset`. A one-word array (the
 tests call kernels with ``np.zeros(1, np.int64)``) is a plain shared counter, all from the front.
 """
@@ -36,9 +40,10 @@ from numba.extending import intrinsic
 
 from cuvil_kernels_cpu.kernels.isa import serial_kernel
 
-#: words of a work array: packed counts, front thread id, helper spin budget, caller waiting
-WORDS = 4
-_FRONT, _SPIN, WAITING = 1, 2, 3
+#: words of a work array: packed counts, front thread id, helper spin budget, caller waiting,
+#: the step's item count (published by :func:`grab`, read by a helper deciding to join)
+WORDS = 5
+_FRONT, _SPIN, WAITING, ITEMS = 1, 2, 3, 4
 _BACK_ONE = np.int64(1) << np.int64(32)
 _LOW = np.int64(0xFFFFFFFF)
 _I64 = ir.IntType(64)
@@ -89,6 +94,7 @@ def grab(work, n_items):  # type: ignore[no-untyped-def]
     if work.size < WORDS:
         item = _fetch_add(addr, np.int64(1))
         return item if item < n_items else n_items
+    work[ITEMS] = n_items
     if thread_id() == work[_FRONT]:
         old = _fetch_add(addr, np.int64(1))
         taken = (old & _LOW) + (old >> 32)

@@ -113,15 +113,28 @@ def wait_posted(posted, old, work, done, polls):  # type: ignore[no-untyped-def]
     GIL back without sleeping on it. Then it polls ``posted`` until it differs from ``old``, and
     then the step's work counter (its address in the int64 at ``work``) until the poster has
     started taking items -- it has then released the GIL, so the helper takes the GIL without
-    sleeping on it. At most ``polls`` polls in each phase; returns the posted value."""
-    _store(done, old)
-    seq = wait_change(posted, old, polls)
-    if seq == old:
-        return seq
-    counter = _load(work)
-    i = 0
-    while i < polls and _load(counter) == 0 and _load(posted) == seq:
-        i += 1
-        if i % YIELD_EVERY == 0:
-            _yield()
-    return seq
+    sleeping on it. At most ``polls`` polls in each phase; returns the posted value.
+
+    Where the step's work array has the item count (the int64 after ``work``, the word
+    ``done + 8``, is nonzero: :mod:`cuvil_kernels_cpu.kernels.atomics`), a step whose items
+    are all taken by the time the poster has started is not joined: ``done`` is set to it
+    and the wait goes on for the next one, without returning to Python (and the GIL)."""
+    while True:
+        _store(done, old)
+        seq = wait_change(posted, old, polls)
+        if seq == old:
+            return seq
+        counter = _load(work)
+        i = 0
+        while i < polls and _load(counter) == 0 and _load(posted) == seq:
+            i += 1
+            if i % YIELD_EVERY == 0:
+                _yield()
+        if _load(done + 8) == 0 or _load(posted) != seq:
+            return seq
+        taken = _load(counter)
+        taken = (taken & 0xFFFFFFFF) + (taken >> 32)
+        items = _load(counter + 32)
+        if taken == 0 or items == 0 or taken < items:  # (0: not published, join)
+            return seq
+        old = seq  # every item taken: nothing to join
