@@ -1,5 +1,6 @@
-"""The batched matmul's operands read in place: a strided right operand packed from flat
-storage, a left operand with strided rows -- bit-identical to the contiguous copies."""
+"""The batched matmul's operands: the right one packed from flat storage with any strides (a
+contiguous operand, or a transpose read in place), a left operand with strided rows --
+bit-identical to the contiguous copies."""
 
 from __future__ import annotations
 
@@ -12,26 +13,37 @@ W = np.zeros(1, np.int64)
 
 
 def _pack(b: np.ndarray) -> np.ndarray:
-    packed = np.full(bmm.packed_rhs_shape(*b.shape), np.nan, np.float32)
-    bmm.pack_rhs(np.ascontiguousarray(b), packed, np.zeros(1, np.int64))
+    """The panels ``[B, NP, K, NR]`` by numpy (zero columns past N)."""
+    nb, k, n = b.shape
+    npanels, nr = bmm.packed_rhs_shape(nb, k, n)[1], bmm.packed_rhs_shape(nb, k, n)[3]
+    wide = np.zeros((nb, k, npanels * nr), np.float32)
+    wide[:, :, :n] = b
+    return np.ascontiguousarray(wide.reshape(nb, k, npanels, nr).transpose(0, 2, 1, 3))
+
+
+def _pack_kernel(src: np.ndarray, pre: tuple[int, ...], perm: tuple[int, ...],
+                 shape: tuple[int, int, int]) -> np.ndarray:  # fmt: skip
+    nb, k, n = shape
+    strides = strided_view(src, (pre, perm), shape).strides
+    packed = np.full(bmm.packed_rhs_shape(nb, k, n), np.nan, np.float32)
+    bmm.pack_rhs(src.reshape(-1), packed, k, n, *(s // 4 for s in strides),
+                 np.zeros(1, np.int64))  # fmt: skip
     return packed
 
 
 @pytest.mark.parametrize(("pre", "perm"), [
+    ((3, 20, 9), (0, 1, 2)),    # a contiguous operand (N = 9: one partial panel)
+    ((2, 7, 150), (0, 1, 2)),   # contiguous, N = 150: three panels, the last partial
     ((9, 3, 20), (1, 0, 2)),    # v: [S, H, D] -> [H, S, D], rows contiguous
     ((9, 3, 20), (1, 2, 0)),    # k^T: [S, H, D] -> [H, D, S], the K axis contiguous
     ((2, 9, 3, 20), (2, 3, 0, 1)),  # neither axis contiguous (the generic loop)
 ])  # fmt: skip
-def test_pack_rhs_strided_equals_packing_the_copy(pre: tuple[int, ...], perm: tuple[int, ...],
-                                                   rng: np.random.Generator) -> None:  # fmt: skip
+def test_pack_rhs_equals_packing_the_copy(pre: tuple[int, ...], perm: tuple[int, ...],
+                                          rng: np.random.Generator) -> None:  # fmt: skip
     src = rng.standard_normal(pre).astype(np.float32)
     view = src.transpose(perm)
     b = view.reshape(-1, *view.shape[-2:]) if view.ndim == 3 else view.reshape(3 * 20, 2, 9)
-    nb, k, n = b.shape
-    strides = strided_view(src, (pre, perm), (nb, k, n)).strides
-    packed = np.full(bmm.packed_rhs_shape(nb, k, n), np.nan, np.float32)
-    bmm.pack_rhs_strided(src.reshape(-1), packed, k, n, *(s // 4 for s in strides),
-                         np.zeros(1, np.int64))  # fmt: skip
+    packed = _pack_kernel(src, pre, perm, (b.shape[0], b.shape[1], b.shape[2]))
     np.testing.assert_array_equal(packed, _pack(b))  # the zero columns past N included
 
 

@@ -1,9 +1,10 @@
 """Batched float32 matmul of two activations (attention's ``q @ k^T`` and ``p @ v``).
 
-The right operand changes every call, so :func:`pack_rhs` packs it (in parallel) into the
-micro-kernel's panels ``[B, NP, K, NR]``; :func:`bmm` then runs items of (batch, row block,
-panel) through the same register tile and epilogue as :mod:`gemm`. ``bias`` is one value per
-output column (``fused_matmul``'s ``[N]`` bias), ``res`` an optional residual ``[B, M, N]``.
+The right operand changes every call, so :func:`pack_rhs` packs it (in parallel, from any
+strides) into the micro-kernel's panels ``[B, NP, K, NR]``; :func:`bmm` then runs items of
+(batch, row block, panel) through the same register tile and epilogue as :mod:`gemm`.
+``bias`` is one value per output column (``fused_matmul``'s ``[N]`` bias), ``res`` an optional
+residual ``[B, M, N]``.
 """
 
 from __future__ import annotations
@@ -25,32 +26,13 @@ def packed_rhs_shape(batch: int, k: int, n: int) -> tuple[int, int, int, int]:
 
 
 @kernel
-def pack_rhs(b, packed, work):  # type: ignore[no-untyped-def]
-    """``b`` [B, K, N] -> ``packed`` [B, NP, K, NR] (columns past N are zeros)."""
-    nb, k, n = b.shape
-    npanels = packed.shape[1]
-    n_items = nb * npanels
-    while True:
-        item = grab(work, n_items)
-        if item >= n_items:
-            break
-        bi = item // npanels
-        p = item % npanels
-        c0 = p * NR
-        width = min(NR, n - c0)
-        for kk in range(k):
-            for j in range(width):
-                packed[bi, p, kk, j] = b[bi, kk, c0 + j]
-            for j in range(width, NR):
-                packed[bi, p, kk, j] = 0.0
-
-
-@kernel
-def pack_rhs_strided(src, packed, k, n, sb, sk, sn, work):  # type: ignore[no-untyped-def]
-    """:func:`pack_rhs` of a transpose read in place: ``B[bi, kk, j]`` is the flat ``src`` at
-    ``bi * sb + kk * sk + j * sn`` (element strides). Where the K axis is the contiguous one
-    (``k^T`` split from ``[B, S, heads, D]``) the copy runs down the columns, so the reads
-    stay sequential."""
+def pack_rhs(src, packed, k, n, sb, sk, sn, work):  # type: ignore[no-untyped-def]
+    """The right operand ``B`` [nb, K, N] -> ``packed`` [nb, NP, K, NR] (columns past N are
+    zeros). ``B[bi, kk, j]`` is the flat ``src`` at ``bi * sb + kk * sk + j * sn`` (element
+    strides): a contiguous operand has strides ``(K * N, N, 1)``; a transpose read in place
+    (:mod:`cuvil_kernels_cpu.lowering.views`) others. Where the K axis is the contiguous one
+    (``k^T`` split from ``[B, S, heads, D]``) the copy runs down the columns, so the reads stay
+    sequential."""
     nb, npanels = packed.shape[0], packed.shape[1]
     n_items = nb * npanels
     while True:

@@ -128,12 +128,12 @@ def lower_matmul(node: Node, cx: LowerContext) -> None:
     cx.new(packed, bmm.packed_rhs_shape(nb, k, n), np.float32)
     if (view := cx.bufs[b3]).permuted is not None:  # a transpose read in place (lowering.views)
         assert view.base is not None
-        strides = strided_view(np.zeros(1, np.float32), view.permuted, (nb, k, n)).strides
+        steps = strided_view(np.zeros(1, np.float32), view.permuted, (nb, k, n)).strides
         flat = cx.reshaped(view.base, (math.prod(view.permuted[0]),))
-        cx.add(bmm.pack_rhs_strided, [flat], [packed], algo="pack",
-               static=(k, n, *(s // 4 for s in strides)))  # fmt: skip
+        strides = tuple(s // 4 for s in steps)
     else:
-        cx.add(bmm.pack_rhs, [b3], [packed], algo="pack")
+        flat, strides = cx.reshaped(b3, (nb * k * n,)), (k * n, n, 1)
+    cx.add(bmm.pack_rhs, [flat], [packed], algo="pack", static=(k, n, *strides))
     bb = cx.const_buf(gemm.pack_bias(None if bias is None else bias.reshape(n), 1, n), "bias")
     res = _residual(cx, node, (nb, rows, n))
     mb, _ = gemm.plan_items(rows, k, 1, threads)
