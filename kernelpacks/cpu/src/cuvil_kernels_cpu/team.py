@@ -62,7 +62,7 @@ def polls_per_us() -> float:
     addr = word.ctypes.data
     spin.wait_change(addr, 0, 10)
     spin.wait_equal(addr, 0, 10)
-    spin.wait_posted(addr, 0, addr + 8, addr + 16, 10)
+    spin.wait_posted(addr, 0, addr + 8, addr + 16, addr + 24, 10)
     best = float("inf")
     for _ in range(3):
         t0 = time.perf_counter()
@@ -96,9 +96,10 @@ class _Helper(threading.Thread):
         seq_addr = ctrl.ctypes.data + 8 * _SEQ
         work_addr = ctrl.ctypes.data + 8 * _WORK
         done_addr = ctrl.ctypes.data + 8 * _DONE
+        wide_addr = ctrl.ctypes.data + 8 * _WIDE
         last = 0
         while True:
-            seq = spin.wait_posted(seq_addr, last, work_addr, done_addr, self.polls)
+            seq = spin.wait_posted(seq_addr, last, work_addr, done_addr, wide_addr, self.polls)
             if seq == last:
                 with self.lock:
                     if ctrl[_SEQ] != last:  # posted meanwhile

@@ -48,7 +48,6 @@ def test_front_and_back_split_the_items_into_a_prefix_and_a_suffix() -> None:
 
 
 def test_alone_the_front_thread_takes_items_in_order() -> None:
-    owner = np.zeros(5, np.int64)
     work = np.zeros(WORDS, np.int64)
     atomics.reset(work, threading.get_ident())
     order = []
@@ -57,7 +56,6 @@ def test_alone_the_front_thread_takes_items_in_order() -> None:
     assert order == [0, 1, 2, 3, 4, 5]
     atomics.reset(work, threading.get_ident() + 1)  # now this thread is a helper
     assert [grab(work, 3) for _ in range(3)] == [2, 1, 0]
-    del owner
 
 
 def test_a_one_word_counter_is_shared_from_the_front() -> None:

@@ -29,12 +29,12 @@ def test_waits_give_up_after_their_polls() -> None:
     assert spin.wait_change(addr, 0, 1000) == 0
     counter = np.zeros(1, np.int64)
     ctrl[1] = counter.ctypes.data
-    assert spin.wait_posted(addr, 0, addr + 8, addr + 16, 1000) == 0
+    assert spin.wait_posted(addr, 0, addr + 8, addr + 16, addr + 24, 1000) == 0
 
 
 def test_wait_posted_publishes_done_and_returns_the_new_post() -> None:
     counter = np.ones(1, np.int64)  # the poster has started taking items
     ctrl = np.array([5, counter.ctypes.data, 0, 0], np.int64)
     addr = ctrl.ctypes.data
-    assert spin.wait_posted(addr, 4, addr + 8, addr + 16, 1000) == 5
+    assert spin.wait_posted(addr, 4, addr + 8, addr + 16, addr + 24, 1000) == 5
     assert ctrl[2] == 4

@@ -107,7 +107,7 @@ def wait_done(waiting, done, want, polls):  # type: ignore[no-untyped-def]
 
 
 @serial_kernel
-def wait_posted(posted, old, work, done, polls):  # type: ignore[no-untyped-def]
+def wait_posted(posted, old, work, done, wide, polls):  # type: ignore[no-untyped-def]
     """A helper's wait for its next step. First it stores ``old`` (the step it finished) at
     ``done`` -- here, with the GIL already released, so the poster that spins for it takes the
     GIL back without sleeping on it. Then it polls ``posted`` until it differs from ``old``, and
@@ -115,10 +115,10 @@ def wait_posted(posted, old, work, done, polls):  # type: ignore[no-untyped-def]
     started taking items -- it has then released the GIL, so the helper takes the GIL without
     sleeping on it. At most ``polls`` polls in each phase; returns the posted value.
 
-    Where the step's work array has the item count (the int64 after ``work``, the word
-    ``done + 8``, is nonzero: :mod:`cuvil_kernels_cpu.kernels.atomics`), a step whose items
-    are all taken by the time the poster has started is not joined: ``done`` is set to it
-    and the wait goes on for the next one, without returning to Python (and the GIL)."""
+    Where the step's work array has the item count (the int64 at ``wide`` is nonzero:
+    :mod:`cuvil_kernels_cpu.kernels.atomics`), a step whose items are all taken by the time the
+    poster has started is not joined: ``done`` is set to it and the wait goes on for the next
+    one, without returning to Python (and the GIL)."""
     while True:
         _store(done, old)
         seq = wait_change(posted, old, polls)
@@ -130,7 +130,7 @@ def wait_posted(posted, old, work, done, polls):  # type: ignore[no-untyped-def]
             i += 1
             if i % YIELD_EVERY == 0:
                 _yield()
-        if _load(done + 8) == 0 or _load(posted) != seq:
+        if _load(wide) == 0 or _load(posted) != seq:
             return seq
         taken = _load(counter)
         taken = (taken & 0xFFFFFFFF) + (taken >> 32)

@@ -59,11 +59,9 @@ def lower_program(graph: Graph, bindings: Mapping[str, int], options: Mapping[st
         cx.bufs[v.name] = Buf(v.name, cx.shape(v), v.type.dtype.numpy, "input")
     for name, array in graph.constants.items():
         cx.bufs[name] = Buf(name, tuple(array.shape), array.dtype, "const", array=array)
-    cx.scores = attention.plan(list(graph.nodes), list(graph.outputs), dict(graph.constants),
-                               cx.shape)  # fmt: skip
+    cx.scores = attention.plan(graph, cx.shape)
     cx.absorbed = {name for recipe in cx.scores.values() for name in recipe.absorbed}
-    cx.permuted = views.plan(list(graph.nodes), list(graph.outputs), set(graph.constants),
-                             cx.shape)  # fmt: skip
+    cx.permuted = views.plan(graph, cx.shape)
     for node in graph.nodes:
         if node.outputs[0].name in cx.absorbed:
             continue

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cuvil_ref.ir.graph import Node, Value
+from cuvil_ref.ir.graph import Graph, Node, Value
 
 #: scale operations (the kernel's codes)
 SCALE_NONE, SCALE_MUL, SCALE_DIV = 0, 1, 2
@@ -51,15 +51,11 @@ ShapeOf = Callable[[Value], tuple[int, ...]]
 class _Graph:
     """What :func:`plan` needs to know of the partition being lowered."""
 
-    def __init__(self, nodes: list[Node], outputs: list[Value], constants: dict[str, np.ndarray],
-                 shape_of: ShapeOf) -> None:  # fmt: skip
-        self.producer = {v.name: n for n in nodes for v in n.outputs}
-        self.uses: dict[str, int] = {}
-        for n in nodes:
-            for v in n.inputs:
-                self.uses[v.name] = self.uses.get(v.name, 0) + 1
-        self.outputs = {v.name for v in outputs}
-        self.constants = constants
+    def __init__(self, graph: Graph, shape_of: ShapeOf) -> None:
+        self.producer = graph.producers()
+        self.users = graph.users()
+        self.outputs = {v.name for v in graph.outputs}
+        self.constants = graph.constants
         self.shape_of = shape_of
 
     def sole_input_of_one(self, value: Value, op: tuple[str, ...]) -> Node | None:
@@ -67,7 +63,7 @@ class _Graph:
         node = self.producer.get(value.name)
         if node is None or node.op not in op or value.name in self.outputs:
             return None
-        return node if self.uses.get(value.name, 0) == 1 else None
+        return node if len(self.users.get(value.name, ())) == 1 else None
 
     def scalar(self, value: Value) -> float | None:
         array = self.constants.get(value.name)
@@ -80,13 +76,12 @@ def _f32(v: Value) -> bool:
     return bool(v.type.dtype.numpy == np.float32)
 
 
-def plan(nodes: list[Node], outputs: list[Value], constants: dict[str, np.ndarray],
-         shape_of: ShapeOf) -> dict[str, Scores]:  # fmt: skip
+def plan(graph: Graph, shape_of: ShapeOf) -> dict[str, Scores]:
     """Recipes by softmax output name, for every last-axis float32 softmax with a foldable
     producer chain; ``shape_of(value)`` gives a value's bound shape."""
-    g = _Graph(nodes, outputs, constants, shape_of)
+    g = _Graph(graph, shape_of)
     found: dict[str, Scores] = {}
-    for node in nodes:
+    for node in graph.nodes:
         x = node.inputs[0] if node.inputs else None
         if node.op not in ("softmax", "log_softmax") or x is None or not _f32(x):
             continue
@@ -136,18 +131,23 @@ def _mask_ok(g: _Graph, cond: Value, shape: tuple[int, ...]) -> bool:
     if cond.name in g.constants:
         return True
     pad = (1,) * (len(shape) - cond.type.rank) + g.shape_of(cond)
-    lead = 0
-    while lead < len(shape) - 1 and pad[lead] == 1:
-        lead += 1
+    lead = _leading_ones(pad)
     return tuple(pad[lead:]) == tuple(shape[lead:])
+
+
+def _leading_ones(shape: tuple[int, ...]) -> int:
+    """How many leading axes of a mask's shape (padded to the scores' rank) are 1 -- the axes
+    it is broadcast over; the last axis is never counted."""
+    lead = 0
+    while lead < len(shape) - 1 and shape[lead] == 1:
+        lead += 1
+    return lead
 
 
 def mask_table(cond: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """A constant mask as the kernel's ``[P, L]`` table: score row ``r`` uses row ``r % P``."""
     pad = cond.reshape((1,) * (len(shape) - cond.ndim) + cond.shape)
-    lead = 0
-    while lead < len(shape) - 1 and pad.shape[lead] == 1:
-        lead += 1
+    lead = _leading_ones(pad.shape)
     tail = tuple(shape[lead:])
     table = np.broadcast_to(pad.reshape(pad.shape[lead:]), tail)
     return np.ascontiguousarray(table).reshape(math.prod(tail[:-1]), tail[-1])

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from cuvil_kernels_cpu.lowering.context import strided_view
-from cuvil_ref.ir.graph import Node, Value
+from cuvil_ref.ir.graph import Graph, Node, Value
 
 PERMUTES = ("transpose", "permute")
 
@@ -63,16 +63,13 @@ def _batch_folds(src: tuple[int, ...], perm: tuple[int, ...], shape: tuple[int, 
     return True
 
 
-def plan(nodes: list[Node], outputs: list[Value], constants: set[str],
-         shape_of: Callable[[Value], tuple[int, ...]]) -> set[str]:  # fmt: skip
+def plan(graph: Graph, shape_of: Callable[[Value], tuple[int, ...]]) -> set[str]:
     """Names of transpose/permute outputs to lower as permuted views."""
-    users: dict[str, list[Node]] = {}
-    for n in nodes:
-        for v in n.inputs:
-            users.setdefault(v.name, []).append(n)
-    graph_outputs = {v.name for v in outputs}
+    users = graph.users()
+    constants = set(graph.constants)
+    graph_outputs = {v.name for v in graph.outputs}
     found: set[str] = set()
-    for node in nodes:
+    for node in graph.nodes:
         if node.op not in PERMUTES or node.inputs[0].name in constants:
             continue
         out = node.outputs[0]
