@@ -55,9 +55,10 @@ class Buf:
     ``kind``: ``input`` (copied in per run), ``const`` (a constant array, ``array`` set),
     ``value`` (made by a step: arena or output), ``view`` (a reshape of ``base``'s storage).
     ``shape`` is the physical shape: NHWC when ``nhwc`` is set for an IR-NCHW value.
-    ``permuted``: for a view that is not contiguous, ``(shape, perm)``: ``base`` reshaped to
-    ``shape`` and transposed by ``perm`` (then reshaped to ``shape`` without a copy); only
-    kernels that take strided arrays are given one (see :meth:`LowerContext.permuted_view`)."""
+    ``permuted``: for a view that is not contiguous, ``(pre, perm)``: ``base`` reshaped to
+    ``pre``, transposed by ``perm``, then reshaped to ``shape`` without a copy
+    (:func:`strided_view`); only kernels that take strided arrays are given one (see
+    :meth:`LowerContext.permuted_view`)."""
 
     name: str
     shape: tuple[int, ...]
