@@ -120,14 +120,15 @@ def test_row_tiles_cover_the_row(w: int) -> None:
 
 def test_k_block_follows_the_l1_size() -> None:
     """Off where the whole panel fits in L1 or a pass would be under MIN_K_BLOCK rows; else
-    each kernel row in equal passes of at most two thirds of L1 (multiples of 4)."""
+    each kernel row in equal passes of at most two thirds of L1 (multiples of 4). Checked with
+    the AVX-512 panel width (64 columns) on any host."""
     l1 = 48 * 1024
-    assert direct.k_block(3, 3 * 64, l1=l1) == 96  # 192 rows: two passes of 96
-    assert direct.k_block(3, 3 * 512, l1=l1) == 128  # 1536 rows: twelve passes of 128
-    assert direct.k_block(7, 7 * 3, l1=l1) == 0  # the stem's panel (147 rows) fits in L1
-    assert direct.k_block(3, 3 * 64, l1=32 * 1024) == 0  # a pass would be 64 rows
+    assert direct.k_block(3, 3 * 64, l1=l1, nr=64) == 96  # 192 rows: two passes of 96
+    assert direct.k_block(3, 3 * 512, l1=l1, nr=64) == 128  # 1536 rows: twelve passes of 128
+    assert direct.k_block(7, 7 * 3, l1=l1, nr=64) == 0  # the stem's panel (147 rows) fits in L1
+    assert direct.k_block(3, 3 * 64, l1=32 * 1024, nr=64) == 0  # a pass would be 64 rows
     for run in (72, 200, 1000, 4608):
-        kc = direct.k_block(3, run, l1=l1)
+        kc = direct.k_block(3, run, l1=l1, nr=64)
         assert kc % 4 == 0 and MR <= kc <= 128
         passes = -(-run // kc)
         assert (passes - 1) * kc < run <= passes * kc

@@ -110,10 +110,15 @@ def test_epilogues_and_partial_lanes(
 
 def test_chunk_tiles() -> None:
     """Weights that fit in L2: chunks of about 1 MB, two per thread; larger weights: as few
-    equal chunks as fit 1.5 MB (each chunk streams the weights again), 18 tiles at least."""
-    assert winograd.chunk_tiles(64, 64, 196, 2) == 36  # 590 KB of weights: 27.6 KB per tile
-    assert winograd.chunk_tiles(64, 64, 196, 8) == 12
-    assert winograd.chunk_tiles(128, 128, 49, 2) == 30  # 2.4 MB: two chunks of 25 tiles
-    assert winograd.chunk_tiles(256, 256, 16, 2) == 18  # one chunk; the threads share panels
-    assert winograd.chunk_tiles(512, 512, 4, 2) == 6
-    assert winograd.chunk_tiles(512, 512, 32, 2) == 18  # 157 KB per tile, but 18 at least
+    equal chunks as fit 1.5 MB (each chunk streams the weights again), 18 tiles at least. With
+    the AVX-512 tile (6 x 64) on any host."""
+
+    def chunk(c: int, o: int, tiles: int, threads: int) -> int:
+        return winograd.chunk_tiles(c, o, tiles, threads, nr=64, mr=6)
+
+    assert chunk(64, 64, 196, 2) == 36  # 590 KB of weights: 27.6 KB per tile
+    assert chunk(64, 64, 196, 8) == 12
+    assert chunk(128, 128, 49, 2) == 30  # 2.4 MB: two chunks of 25 tiles
+    assert chunk(256, 256, 16, 2) == 18  # one chunk; the threads share panels
+    assert chunk(512, 512, 4, 2) == 6
+    assert chunk(512, 512, 32, 2) == 18  # 157 KB per tile, but 18 at least

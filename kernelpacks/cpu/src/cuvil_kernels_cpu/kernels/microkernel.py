@@ -305,6 +305,23 @@ tile_f32 = (tile_f32_1, tile_f32_2, tile_f32_3, tile_f32_4)[NV - 1]
 
 
 @intrinsic
+def keep_alive(typingctx, arr):  # type: ignore[no-untyped-def]
+    """No code; a use of ``arr`` here. Numba frees an array a kernel allocated right after the
+    array's last use in the source: one that is then read and written only through a raw
+    address taken earlier (``arr.ctypes.data``, the way every tile and lane intrinsic here takes
+    its operands) is freed while still in use, and the allocator hands the block to the next
+    ``np.empty`` -- another thread's scratch, or its own bookkeeping (measured on a 2-core AMD
+    host, 2026-12-07: the Winograd kernel's two threads got the same buffer, wrong outputs and
+    ``double free or corruption``). A kernel that keeps raw addresses of its own scratch calls
+    this on each such array after its last raw use."""
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        return context.get_dummy_value()
+
+    return types.void(arr), codegen
+
+
+@intrinsic
 def prefetch_l2(typingctx, addr):  # type: ignore[no-untyped-def]
     """Ask for the cache line at ``addr`` (a raw address) to be brought into L2 (``prefetcht1``):
     a hint, never a fault, so an address past an array's end is harmless."""

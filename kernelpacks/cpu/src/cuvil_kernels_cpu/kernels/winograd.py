@@ -27,7 +27,7 @@ import numpy as np
 from cuvil_kernels_cpu.kernels import mathf
 from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import MR, NR, kernel
-from cuvil_kernels_cpu.kernels.microkernel import tile_f32
+from cuvil_kernels_cpu.kernels.microkernel import keep_alive, tile_f32
 from cuvil_kernels_cpu.kernels.winograd_lanes import at_lanes, at_store_lanes, bt_lanes
 
 M_OUT = 4
@@ -94,13 +94,13 @@ WEIGHTS_IN_L2 = 1 << 20
 #: Working set (transformed input, products, one tile row) of a chunk of tiles, in bytes.
 CHUNK = 1 << 20
 BIG_CHUNK = 3 << 19
-#: Tiles per chunk at least, where the weights are streamed: each weight panel loaded from
-#: memory then serves three row tiles of the GEMM or more.
-MIN_BIG_CHUNK = 3 * MR
+#: Row tiles (of MR tiles) per chunk at least, where the weights are streamed: each weight
+#: panel loaded from memory then serves three row tiles of the GEMM or more.
+MIN_BIG_ROW_TILES = 3
 
 
-def chunk_tiles(c: int, o: int, tiles: int, threads: int) -> int:
-    """Tiles per item, a multiple of MR (module docstring).
+def chunk_tiles(c: int, o: int, tiles: int, threads: int, nr: int = NR, mr: int = MR) -> int:
+    """Tiles per item, a multiple of ``mr`` (module docstring); ``nr``/``mr``: the host's tile.
 
     Where the transformed weights fit in L2 (``36 C O`` floats, :data:`WEIGHTS_IN_L2`), a
     chunk's working set is about :data:`CHUNK` and there are at least two chunks per thread,
@@ -109,17 +109,18 @@ def chunk_tiles(c: int, o: int, tiles: int, threads: int) -> int:
     that leaves fewer chunks than threads). Measured (2 threads, batch 1, 2026-12-06):
     28x28x128 (2.4 MB of weights) 0.54 ms in 5 chunks against 0.48 in 2; 14x14x256 (9.4 MB)
     0.89 ms in 3 chunks against 0.77 in one whose panels the threads share; at batch 8
-    7x7x512 took 5.0 ms in chunks of 6 tiles against 3.9 in chunks of 18 (:data:`MIN_BIG_CHUNK`)."""
-    per_tile = ALPHA * ALPHA * (c + o + NR) * 4
-    all_rows = -(-tiles // MR) * MR
+    7x7x512 took 5.0 ms in chunks of 6 tiles against 3.9 in chunks of 18
+    (:data:`MIN_BIG_ROW_TILES`)."""
+    per_tile = ALPHA * ALPHA * (c + o + nr) * 4
+    all_rows = -(-tiles // mr) * mr
     if ALPHA * ALPHA * c * o * 4 > WEIGHTS_IN_L2:
-        tb = max(MIN_BIG_CHUNK, BIG_CHUNK // per_tile // MR * MR)
+        tb = max(MIN_BIG_ROW_TILES * mr, BIG_CHUNK // per_tile // mr * mr)
         chunks = -(-tiles // tb)
-        return min(all_rows, -(-tiles // (chunks * MR)) * MR)
-    tb = max(MR, CHUNK // per_tile // MR * MR)
+        return min(all_rows, -(-tiles // (chunks * mr)) * mr)
+    tb = max(mr, CHUNK // per_tile // mr * mr)
     if threads > 1:
         # at least two items per thread when there are enough tiles
-        tb = min(tb, max(MR, -(-tiles // (2 * threads)) // MR * MR or MR))
+        tb = min(tb, max(mr, -(-tiles // (2 * threads)) // mr * mr or mr))
     return min(tb, all_rows)
 
 
@@ -256,3 +257,10 @@ def winograd_conv(x, u, bias, res, out, pads, lo, hi, act, res_mode, tb, pg, wor
                     r = res[b, oy, ox] if res_mode != 0 else dst
                     mathf.epilogue_row(y[bb, c0:c1], bias[c0:c1], r[c0:c1], dst[c0:c1], lo, hi,
                                        act, res_mode)  # fmt: skip
+    # the scratch is used through raw addresses: alive until here (microkernel.keep_alive)
+    keep_alive(v)
+    keep_alive(mm)
+    keep_alive(d)
+    keep_alive(tmp)
+    keep_alive(s)
+    keep_alive(y)
