@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numba
 import numpy as np
 from cuvil_kernels_cpu.kernels import mathf
@@ -44,3 +46,18 @@ def test_gelu_absolute_error_and_specials() -> None:
     assert rel.max() < 1e-5
     out = _eval(np.array([np.inf, -np.inf, np.nan, -0.0], np.float32), 1)
     assert out[0] == np.inf and np.isnan(out[1]) and np.isnan(out[2]) and out[3] == 0
+
+
+def test_the_activation_of_a_16_column_tile_is_vectorized() -> None:
+    """Inlined with a constant 16 columns (a GEMM tile without AVX-512), the GELU loop is still
+    put in vector registers (vectors.opaque_count): when LLVM unrolled it first, the compiled
+    block had 10 packed vector instructions and 2517 scalar ones, and ran 5x slower."""
+
+    @numba.njit(nogil=True)
+    def tile(a: np.ndarray) -> None:
+        mathf.activate_block(a, 0, 6, 0, 16, a, mathf.ACT_GELU, False)
+
+    tile(np.zeros((6, 16), np.float32))
+    asm = tile.inspect_asm(tile.signatures[0])
+    packed = re.findall(r"\bv\w+ps\s+.*%[yz]mm", asm)
+    assert len(packed) >= 100, len(packed)

@@ -28,7 +28,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from cuvil_kernels_cpu.kernels.isa import serial_kernel
-from cuvil_kernels_cpu.kernels.vectors import wide_vectors
+from cuvil_kernels_cpu.kernels.vectors import opaque_count, wide_vectors
 
 # Activation codes shared by the kernels (epilogue ``act`` argument).
 ACT_NONE = 0  # identity or a clamp (lo/hi)
@@ -223,6 +223,7 @@ def clamp_f32(x: np.float32, lo: np.float32, hi: np.float32) -> np.float32:
 @serial_kernel
 def _gelu_block(a, r0, nr, c0, nc):  # type: ignore[no-untyped-def]
     wide_vectors()
+    nc = opaque_count(nc)  # a tile's 16 columns: vectorized, not unrolled (vectors.py)
     for i in range(nr):
         row = a[r0 + i, c0 : c0 + nc]
         for j in range(nc):
@@ -232,6 +233,7 @@ def _gelu_block(a, r0, nr, c0, nc):  # type: ignore[no-untyped-def]
 @serial_kernel
 def _silu_block(a, r0, nr, c0, nc):  # type: ignore[no-untyped-def]
     wide_vectors()
+    nc = opaque_count(nc)  # a tile's 16 columns: vectorized, not unrolled (vectors.py)
     for i in range(nr):
         row = a[r0 + i, c0 : c0 + nc]
         for j in range(nc):
@@ -241,6 +243,7 @@ def _silu_block(a, r0, nr, c0, nc):  # type: ignore[no-untyped-def]
 @serial_kernel
 def _hardswish_block(a, r0, nr, c0, nc):  # type: ignore[no-untyped-def]
     wide_vectors()
+    nc = opaque_count(nc)  # a tile's 16 columns: vectorized, not unrolled (vectors.py)
     for i in range(nr):
         row = a[r0 + i, c0 : c0 + nc]
         for j in range(nc):
@@ -250,6 +253,7 @@ def _hardswish_block(a, r0, nr, c0, nc):  # type: ignore[no-untyped-def]
 @serial_kernel
 def _sigmoid_block(a, r0, nr, c0, nc):  # type: ignore[no-untyped-def]
     wide_vectors()
+    nc = opaque_count(nc)  # a tile's 16 columns: vectorized, not unrolled (vectors.py)
     for i in range(nr):
         row = a[r0 + i, c0 : c0 + nc]
         for j in range(nc):
