@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from cuvil_kernels_cpu.kernels import direct, gemm
-from cuvil_kernels_cpu.kernels.isa import MR, MR_I8, NR, NR_I8
+from cuvil_kernels_cpu.kernels import direct, gemm, qgemm
+from cuvil_kernels_cpu.kernels.isa import K_STEP_I8, MR, MR_I8, NR, NR_I8
 from cuvil_kernels_cpu.kernels.microkernel import RES_AFTER, RES_BEFORE, tile_f32, tile_u8s8
 
 
@@ -18,7 +18,8 @@ def _run_f32(a, b, c, bias, res, lo, hi, flags):  # type: ignore[no-untyped-def]
 
 @numba.njit
 def _run_u8(a, b, c):  # type: ignore[no-untyped-def]
-    tile_u8s8(a.ctypes.data, a.shape[1], b.ctypes.data, a.shape[1] // 4, c.ctypes.data, NR_I8)
+    tile_u8s8(a.ctypes.data, a.shape[1], b.ctypes.data, a.shape[1] // K_STEP_I8, c.ctypes.data,
+              NR_I8)  # fmt: skip
 
 
 def _f32_case(rng: np.random.Generator, k: int) -> tuple[np.ndarray, ...]:
@@ -56,12 +57,14 @@ def test_tile_f32_clamp_keeps_nan_and_k0_gives_bias(rng: np.random.Generator) ->
 
 
 def test_tile_u8s8_is_exact_at_the_extremes(rng: np.random.Generator) -> None:
+    """Bit-exact int32 sums at the extreme bytes, on the host's tile (VNNI bytes or AVX2 int16
+    pairs: a pair of 255 * -128 products is beyond int16, where vpmaddubsw would saturate)."""
     k4 = 300  # K = 1200: 1200 * 255 * 128 is far beyond float32's exact range
     a = rng.integers(0, 256, (MR_I8, 4 * k4)).astype(np.uint8)
     a[0] = 255
     w = rng.integers(-128, 128, (4 * k4, NR_I8)).astype(np.int8)
     w[:, 0] = -128
-    packed = np.ascontiguousarray(w.reshape(k4, 4, NR_I8).transpose(0, 2, 1))
+    packed = qgemm.pack_weights(w[None])[0, 0]  # [steps, NR_I8, K_STEP_I8] of this host
     c = np.empty((MR_I8, NR_I8), np.int32)
     _run_u8(a, packed, c)
     np.testing.assert_array_equal(c, a.astype(np.int64) @ w.astype(np.int64))

@@ -62,6 +62,7 @@ def l1d_bytes(cache_dir: str = _CACHE_DIR) -> int:
 
 HAS_AVX512 = "avx512f" in host_features()
 HAS_VNNI = HAS_AVX512 and "avx512vnni" in host_features()
+HAS_AVX2 = "avx2" in host_features()
 
 #: float32 tile: MR rows x (NV * 16) columns of accumulators.
 MR = 6
@@ -71,12 +72,17 @@ NR = NV * 16
 MR_I8 = 6
 NV_I8 = 4 if HAS_AVX512 else 1
 NR_I8 = NV_I8 * 16
+#: Without VNNI but with AVX2 the int8 tile multiplies int16 pairs (``vpmaddwd``: exact, where
+#: ``vpmaddubsw`` saturates int16) and the weights are packed as int16.
+INT8_PAIRS = HAS_AVX2 and not HAS_VNNI
+#: weights per column and step of the int8 tile: 4 bytes, or 2 int16 with INT8_PAIRS
+K_STEP_I8 = 2 if INT8_PAIRS else 4
 
 
 def describe() -> str:
     """One line for reports: CPU, vector ISA and tile shapes."""
     isa = "AVX-512" if HAS_AVX512 else "AVX2/portable"
-    int8 = "VNNI vpdpbusd" if HAS_VNNI else "widening multiply-add"
+    int8 = "VNNI vpdpbusd" if HAS_VNNI else "AVX2 vpmaddwd" if HAS_AVX2 else "widening multiply-add"
     return f"{host_cpu()} ({isa}; f32 tile {MR}x{NR}, int8 tile {MR_I8}x{NR_I8} via {int8})"
 
 

@@ -11,7 +11,8 @@ bounded by the int32 accumulator bound the compiler checks, docs/semantics.md se
 the requantization is the spec's ``clamp(out_zp + ((acc * M + 2**(shift-1)) >> shift))`` in
 int64 -- so the output is bit-identical to the interpreter's.
 
-Weights are packed once: ``[G, NP, K4, NR, 4]`` bytes (``K4 = ceil(K / 4)``, zero-padded),
+Weights are packed once: ``[G, NP, steps, NR, K_STEP_I8]`` (K zero-padded to a multiple of 4;
+int8 for VNNI, 4 a step; int16 pairs for AVX2, :mod:`~cuvil_kernels_cpu.kernels.microkernel`),
 with ``corr[o] = bias[o] - (128 + x_zp) * sum_k w[o, k]`` precomputed in int64.
 """
 
@@ -20,18 +21,20 @@ from __future__ import annotations
 import numpy as np
 
 from cuvil_kernels_cpu.kernels.atomics import grab
-from cuvil_kernels_cpu.kernels.isa import MR_I8, NR_I8, kernel, serial_kernel
+from cuvil_kernels_cpu.kernels.isa import INT8_PAIRS, K_STEP_I8, MR_I8, NR_I8, kernel, serial_kernel
 from cuvil_kernels_cpu.kernels.microkernel import tile_u8s8
 
 
 def pack_weights(w_kn: np.ndarray) -> np.ndarray:
-    """int8 ``[G, K, Og]`` -> ``[G, NP, K4, NR_I8, 4]`` (zero-padded in K and columns)."""
+    """int8 ``[G, K, Og]`` -> ``[G, NP, steps, NR_I8, K_STEP_I8]`` (zero-padded in K to a
+    multiple of 4 and in columns): bytes for the VNNI tile, int16 for the AVX2 pairs."""
     g, k, og = w_kn.shape
-    k4 = -(-k // 4)
+    kp = -(-k // 4) * 4
     npanels = -(-og // NR_I8)
-    padded = np.zeros((g, k4 * 4, npanels * NR_I8), np.int8)
+    padded = np.zeros((g, kp, npanels * NR_I8), np.int16 if INT8_PAIRS else np.int8)
     padded[:, :k, :og] = w_kn
-    t = padded.reshape(g, k4, 4, npanels, NR_I8).transpose(0, 3, 1, 4, 2)
+    steps = kp // K_STEP_I8
+    t = padded.reshape(g, steps, K_STEP_I8, npanels, NR_I8).transpose(0, 3, 1, 4, 2)
     return np.ascontiguousarray(t)
 
 
@@ -105,7 +108,7 @@ def qconv_gemm(x, wp, corr, mult, shift, out, geom, out_zp, qmin, qmax, pad, mb,
     """out[N, OH, OW, O] (int8) = requant(qconv(x[N, H, W, C] int8)) -- module docstring.
 
     ``pad`` = x_zp + 128 (the byte padding taps hold); ``mult``/``shift`` int64 per channel."""
-    groups, npanels, k4 = wp.shape[0], wp.shape[1], wp.shape[2]
+    groups, npanels, steps = wp.shape[0], wp.shape[1], wp.shape[2]
     n, oh, ow, o = out.shape
     m = n * oh * ow
     og = o // groups
@@ -114,7 +117,7 @@ def qconv_gemm(x, wp, corr, mult, shift, out, geom, out_zp, qmin, qmax, pad, mb,
     tiles = (m + MR_I8 - 1) // MR_I8
     n_mb = (tiles + mb - 1) // mb
     n_pg = (npanels + pg - 1) // pg
-    kb = k4 * 4
+    kb = steps * K_STEP_I8
     n_items = groups * n_mb * n_pg
     # scratch once per call (per thread), not per item (see kernels/gemm.py's conv_gemm)
     abuf_all = np.empty((mb * MR_I8, kb), np.uint8)
@@ -140,7 +143,7 @@ def qconv_gemm(x, wp, corr, mult, shift, out, geom, out_zp, qmin, qmax, pad, mb,
             for t in range(t1 - t0):
                 row0 = r0 + t * MR_I8
                 nrows = min(MR_I8, m - row0)
-                tile_u8s8(abuf.ctypes.data + t * MR_I8 * kb, kb, b_addr, k4, tmp.ctypes.data,
+                tile_u8s8(abuf.ctypes.data + t * MR_I8 * kb, kb, b_addr, steps, tmp.ctypes.data,
                           NR_I8)  # fmt: skip
                 for i in range(nrows):
                     for j in range(ncols):

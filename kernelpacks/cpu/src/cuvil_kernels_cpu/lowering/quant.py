@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from cuvil_kernels_cpu.kernels import isa
 from cuvil_kernels_cpu.lowering.common import FLOAT, INT8, dtypes, geometry
 from cuvil_kernels_cpu.lowering.context import LowerContext
 from cuvil_kernels_cpu.lowering.conv import _packed
@@ -114,9 +115,13 @@ def _emit_qgemm(cx: LowerContext, node: Node, wname: str, w_kn: np.ndarray, bias
     mb, pg = qgemm.plan_items(n * oh * ow, k, cx.bufs[wp].shape[1] * groups,
                               int(cx.options["threads"]))  # fmt: skip
     cx.add(qgemm.qconv_gemm, [xin, wp, corr, cx.const_buf(mult, "m"), cx.const_buf(shift, "s")],
-           [dst], algo="q-vnni", flops=flops,
+           [dst], algo=_QGEMM_ALGO, flops=flops,
            static=(geom, int(a["out_zp"]), int(a["qmin"]), int(a["qmax"]), x_zp + 128, mb, pg))
-    cx.choose({"algorithm": "q-vnni", "why": "int8 GEMM on the u8 x s8 tile, exact int32"})
+    cx.choose({"algorithm": _QGEMM_ALGO, "why": "int8 GEMM on the u8 x s8 tile, exact int32"})
+
+
+#: The int8 GEMM's name in the report: by the host's tile (kernels/microkernel.py)
+_QGEMM_ALGO = "q-vnni" if isa.HAS_VNNI else "q-avx2" if isa.INT8_PAIRS else "q-portable"
 
 
 # --- boundary and elementwise ------------------------------------------------------------------
