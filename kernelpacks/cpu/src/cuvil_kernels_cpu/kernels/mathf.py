@@ -149,16 +149,18 @@ def exp_f32(x: np.float32) -> np.float32:
 def erfc_pos(z: np.float32) -> np.float32:
     """erfc(z) for z >= 0 (Numerical Recipes' erfcc, in float32)."""
     t = _ONE / (_ONE + _HALF * z)
-    poly = np.float32(0.17087277)
-    poly = _fma(poly, t, np.float32(-0.82215223))
-    poly = _fma(poly, t, np.float32(1.48851587))
-    poly = _fma(poly, t, np.float32(-1.13520398))
-    poly = _fma(poly, t, np.float32(0.27886807))
-    poly = _fma(poly, t, np.float32(-0.18628806))
-    poly = _fma(poly, t, np.float32(0.09678418))
-    poly = _fma(poly, t, np.float32(0.37409196))
-    poly = _fma(poly, t, np.float32(1.00002368))
-    poly = _fma(poly, t, np.float32(-1.26551223))
+    # Estrin's scheme: the same polynomial as pairs in t, combined by t^2, t^4, t^8 -- a chain
+    # of 4 dependent operations after t instead of Horner's 9
+    t2 = t * t
+    t4 = t2 * t2
+    p01 = _fma(np.float32(1.00002368), t, np.float32(-1.26551223))
+    p23 = _fma(np.float32(0.09678418), t, np.float32(0.37409196))
+    p45 = _fma(np.float32(0.27886807), t, np.float32(-0.18628806))
+    p67 = _fma(np.float32(1.48851587), t, np.float32(-1.13520398))
+    p89 = _fma(np.float32(0.17087277), t, np.float32(-0.82215223))
+    low = _fma(p23, t2, p01)
+    high = _fma(p67, t2, p45)
+    poly = _fma(_fma(p89, t4, high), t4, low)
     return t * exp_f32(_fma(-z, z, poly))
 
 
