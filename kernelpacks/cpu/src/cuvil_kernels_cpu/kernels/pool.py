@@ -12,7 +12,42 @@ from __future__ import annotations
 import numpy as np
 
 from cuvil_kernels_cpu.kernels.atomics import grab
-from cuvil_kernels_cpu.kernels.isa import kernel
+from cuvil_kernels_cpu.kernels.isa import kernel, serial_kernel
+from cuvil_kernels_cpu.kernels.pool_lanes import max_lanes
+
+
+@serial_kernel
+def _max_pixel(x, out, b, p, q, geom, fill, acc):  # type: ignore[no-untyped-def]
+    """Output pixel ``(b, p, q)`` of max pooling, any dtype, taps inside ``x`` only; ``acc``
+    is a scratch row of ``C`` values."""
+    c = out.shape[3]
+    h, wd = x.shape[1], x.shape[2]
+    kh, kw, sh, sw = geom[0], geom[1], geom[2], geom[3]
+    pt, pl, dh, dw = geom[4], geom[5], geom[6], geom[7]
+    first = True
+    for i in range(kh):
+        iy = p * sh - pt + i * dh
+        if iy < 0 or iy >= h:
+            continue
+        for j in range(kw):
+            ix = q * sw - pl + j * dw
+            if ix < 0 or ix >= wd:
+                continue
+            if first:
+                for ch in range(c):
+                    acc[ch] = x[b, iy, ix, ch]
+                first = False
+            else:
+                for ch in range(c):
+                    v = x[b, iy, ix, ch]
+                    m = acc[ch]
+                    # v wins when larger or NaN; a NaN already held stays (v > NaN fails)
+                    acc[ch] = v if (v > m or v != v) else m
+    if first:  # a window entirely in padding: the padding value
+        for ch in range(c):
+            acc[ch] = fill
+    for ch in range(c):
+        out[b, p, q, ch] = acc[ch]
 
 
 @kernel
@@ -20,9 +55,25 @@ def max_pool(x, out, geom, fill, work):  # type: ignore[no-untyped-def]
     """``geom`` = (KH, KW, sh, sw, pt, pl, dh, dw); ``fill`` is the padding value (-inf, or the
     integer minimum): float and integer dtypes alike."""
     n, oh, ow, c = out.shape
+    n_items = n * oh
+    while True:
+        item = grab(work, n_items)
+        if item >= n_items:
+            break
+        acc = np.empty(c, out.dtype)
+        for q in range(ow):
+            _max_pixel(x, out, item // oh, item % oh, q, geom, fill, acc)
+
+
+@kernel
+def max_pool_f32(x, out, geom, fill, work):  # type: ignore[no-untyped-def]
+    """:func:`max_pool` for float32: a pixel whose window lies inside ``x`` on 16-channel
+    lanes (:mod:`~cuvil_kernels_cpu.kernels.pool_lanes`), bit-identical; the others as there."""
+    n, oh, ow, c = out.shape
     h, wd = x.shape[1], x.shape[2]
     kh, kw, sh, sw = geom[0], geom[1], geom[2], geom[3]
     pt, pl, dh, dw = geom[4], geom[5], geom[6], geom[7]
+    x_addr, out_addr = x.ctypes.data, out.ctypes.data
     n_items = n * oh
     while True:
         item = grab(work, n_items)
@@ -30,32 +81,19 @@ def max_pool(x, out, geom, fill, work):  # type: ignore[no-untyped-def]
             break
         b = item // oh
         p = item % oh
-        acc = np.empty(c, out.dtype)
+        acc = np.empty(c, np.float32)
+        y0 = p * sh - pt
+        rows_in = y0 >= 0 and y0 + (kh - 1) * dh < h
         for q in range(ow):
-            first = True
-            for i in range(kh):
-                iy = p * sh - pt + i * dh
-                if iy < 0 or iy >= h:
-                    continue
-                for j in range(kw):
-                    ix = q * sw - pl + j * dw
-                    if ix < 0 or ix >= wd:
-                        continue
-                    if first:
-                        for ch in range(c):
-                            acc[ch] = x[b, iy, ix, ch]
-                        first = False
-                    else:
-                        for ch in range(c):
-                            v = x[b, iy, ix, ch]
-                            m = acc[ch]
-                            # v wins when larger or NaN; a NaN already held stays (v > NaN fails)
-                            acc[ch] = v if (v > m or v != v) else m
-            if first:  # a window entirely in padding: the padding value
-                for ch in range(c):
-                    acc[ch] = fill
-            for ch in range(c):
-                out[b, p, q, ch] = acc[ch]
+            x0 = q * sw - pl
+            if not (rows_in and x0 >= 0 and x0 + (kw - 1) * dw < wd):
+                _max_pixel(x, out, b, p, q, geom, fill, acc)
+                continue
+            src = x_addr + ((b * h + y0) * wd + x0) * c * 4
+            dst = out_addr + ((b * oh + p) * ow + q) * c * 4
+            for ch in range(0, c, 16):
+                max_lanes(src + ch * 4, dh * wd * c, dw * c, kh, kw, dst + ch * 4,
+                          min(16, c - ch))  # fmt: skip
 
 
 @kernel

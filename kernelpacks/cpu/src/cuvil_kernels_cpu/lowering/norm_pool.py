@@ -163,7 +163,8 @@ def lower_max_pool(node: Node, cx: LowerContext) -> None:
         dst, finish = cx.f32_output(out)
     else:
         finish = None
-    cx.add(pool.max_pool, [src], [dst], algo="max_pool", static=(geom, fill))
+    kernel = pool.max_pool_f32 if dt.kind == "f" else pool.max_pool
+    cx.add(kernel, [src], [dst], algo="max_pool", static=(geom, fill))
     if finish:
         finish()
 
