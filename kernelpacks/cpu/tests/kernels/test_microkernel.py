@@ -6,7 +6,8 @@ import numba
 import numpy as np
 from cuvil_kernels_cpu.kernels import direct, gemm, qgemm
 from cuvil_kernels_cpu.kernels.isa import K_STEP_I8, MR, MR_I8, NR, NR_I8
-from cuvil_kernels_cpu.kernels.microkernel import RES_AFTER, RES_BEFORE, tile_f32, tile_u8s8
+from cuvil_kernels_cpu.kernels.microkernel import RES_AFTER, RES_BEFORE, tile_f32
+from cuvil_kernels_cpu.kernels.tile_int8 import tile_u8s8
 
 
 @numba.njit

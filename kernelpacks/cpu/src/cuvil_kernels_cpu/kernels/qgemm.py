@@ -1,4 +1,5 @@
-"""Exact int8 convolution and linear layers (``qconv2d``, ``qlinear``) on the VNNI tile.
+"""Exact int8 convolution and linear layers (``qconv2d``, ``qlinear``) on the int8 tile
+(:mod:`~cuvil_kernels_cpu.kernels.tile_int8`: VNNI bytes, or int16 pairs on AVX2).
 
 ``vpdpbusd`` multiplies unsigned by signed bytes, so activations enter the tile as
 ``u = x + 128`` (an exact byte: ``x ^ 0x80``) and the offset is removed per output channel::
@@ -12,7 +13,7 @@ the requantization is the spec's ``clamp(out_zp + ((acc * M + 2**(shift-1)) >> s
 int64 -- so the output is bit-identical to the interpreter's.
 
 Weights are packed once: ``[G, NP, steps, NR, K_STEP_I8]`` (K zero-padded to a multiple of 4;
-int8 for VNNI, 4 a step; int16 pairs for AVX2, :mod:`~cuvil_kernels_cpu.kernels.microkernel`),
+int8 for VNNI, 4 a step; int16 pairs for AVX2, :mod:`~cuvil_kernels_cpu.kernels.tile_int8`),
 with ``corr[o] = bias[o] - (128 + x_zp) * sum_k w[o, k]`` precomputed in int64.
 """
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import INT8_PAIRS, K_STEP_I8, MR_I8, NR_I8, kernel, serial_kernel
-from cuvil_kernels_cpu.kernels.microkernel import tile_u8s8
+from cuvil_kernels_cpu.kernels.tile_int8 import tile_u8s8
 
 
 def pack_weights(w_kn: np.ndarray) -> np.ndarray:
