@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import numba
 import numpy as np
+import pytest
 from cuvil_kernels_cpu.kernels import direct, gemm, qgemm
-from cuvil_kernels_cpu.kernels.isa import K_STEP_I8, MR, MR_I8, NR, NR_I8
-from cuvil_kernels_cpu.kernels.microkernel import RES_AFTER, RES_BEFORE, tile_f32
+from cuvil_kernels_cpu.kernels.isa import B_PREFETCH, K_STEP_I8, MR, MR_I8, NR, NR_I8
+from cuvil_kernels_cpu.kernels.microkernel import B_AHEAD, RES_AFTER, RES_BEFORE, tile_f32
 from cuvil_kernels_cpu.kernels.tile_int8 import tile_u8s8
 
 
@@ -42,6 +45,23 @@ def test_tile_f32_with_each_residual_order(rng: np.random.Generator) -> None:
         c = np.empty((MR, NR), np.float32)
         _run_f32(a, b, c, bias, res, np.float32(0), np.float32(np.inf), flags)
         np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+
+
+def test_tile_f32_prefetching_ahead_gives_the_same_bits(rng: np.random.Generator) -> None:
+    # B_AHEAD selects the second copy of the k loop (with prefetches): the same sums, the
+    # same epilogue -- also with the residual bits set beside it
+    a, b, bias, res = _f32_case(rng, 300)
+    for flags in (0, RES_BEFORE, RES_AFTER):
+        plain, ahead = np.empty((MR, NR), np.float32), np.empty((MR, NR), np.float32)
+        _run_f32(a, b, plain, bias, res, np.float32(-1), np.float32(1), flags)
+        _run_f32(a, b, ahead, bias, res, np.float32(-1), np.float32(1), flags | B_AHEAD)
+        np.testing.assert_array_equal(plain, ahead)
+
+
+@pytest.mark.skipif(B_PREFETCH == 0, reason="the B prefetch is off on this host (isa.B_PREFETCH)")
+def test_tile_f32_emits_the_prefetch_where_it_is_on() -> None:
+    asm = _run_f32.inspect_asm(_run_f32.signatures[0])
+    assert re.search(r"\bprefetcht0\b", asm), "the tile's B_AHEAD loop lost its prefetch"
 
 
 def test_tile_f32_clamp_keeps_nan_and_k0_gives_bias(rng: np.random.Generator) -> None:

@@ -33,6 +33,7 @@ from cuvil_kernels_cpu.kernels import mathf
 from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import MR, NR, NV, kernel, l1d_bytes, serial_kernel
 from cuvil_kernels_cpu.kernels.microkernel import (
+    B_AHEAD,
     RES_AFTER,
     RES_BEFORE,
     prefetch_l2,
@@ -468,12 +469,14 @@ def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg
                 if nrows == MR:
                     c_addr = out_addr + (row0 * o + col0) * 4
                     r_addr = res_addr + (row0 * o + col0) * 4 if res_mode != RES_NONE else bias_addr
+                    # the item's first pass over the panel reads it from memory: ask ahead
+                    fl = kflags | B_AHEAD if t == 0 else kflags
                     if ncols == nv * 16:
                         tile_nv(nv, a_tile, k, b_addr, NR, k, c_addr, o, bias_addr, r_addr, o,
-                                klo, khi, kflags, 0)  # fmt: skip
+                                klo, khi, fl, 0)  # fmt: skip
                     else:
                         tile_nv_masked(nv, a_tile, k, b_addr, NR, k, c_addr, o, bias_addr, r_addr,
-                                       o, klo, khi, kflags, ncols - (nv - 1) * 16)  # fmt: skip
+                                       o, klo, khi, fl, ncols - (nv - 1) * 16)  # fmt: skip
                     if post:
                         _finish_tile(out2, row0, MR, col0, ncols, res2, act, res_mode)
                 else:

@@ -68,6 +68,17 @@ HAS_AVX2 = "avx2" in host_features()
 MR = 6
 NV = 4 if HAS_AVX512 else 1
 NR = NV * 16
+#: Bytes ahead of its B panel reads at which the float32 tile asks for a line (``prefetcht0``,
+#: one per 64 bytes it reads) on an item's first pass over a panel (``microkernel.B_AHEAD``:
+#: the GEMM's first row tile, the Winograd GEMMs' first): a weight panel read once per
+#: inference then arrives from memory while the tile computes instead of at the pace of the
+#: hardware prefetcher. Measured on the AMD EPYC (Zen 2, 6 x 16 tile, 2 threads, 2026-12-07,
+#: Cuvil / ONNX Runtime interleaved, one process per variant, two of each): ResNet-50 b1
+#: 1.062, 1.066 -> 1.048, 1.031; BERT-base 1.035 -> 1.016; ResNet-18 b8 0.702 -> 0.703. On
+#: every pass instead, 2048 and 8192 bytes ahead were no better than 4096, and BERT-base and
+#: the batch-8 CNNs lost what batch 1 gained. Not measured with AVX-512 (256 bytes a k step
+#: there, so the same distance is another lead in time): off there.
+B_PREFETCH = 0 if HAS_AVX512 else 4096
 #: int8 tile (u8 x s8 -> i32): same register shape.
 MR_I8 = 6
 NV_I8 = 4 if HAS_AVX512 else 1

@@ -16,6 +16,9 @@ elements; all pointers are raw addresses taken with ``arr.ctypes.data``)::
     v += res[i * ldr + j]             if flags & RES_AFTER
     c[i * ldc + j] = v
 
+``flags & B_AHEAD``: the k loop also prefetches B ``isa.B_PREFETCH`` bytes ahead (where that
+is not 0).
+
 ``init`` is 0 (start from zeros) or a contiguous ``MR x NR`` tile of partial sums, so a tile
 can be accumulated over several calls (the direct convolution's kernel rows): pass a zero
 bias and the identity clamp to all but the last. The clamp is two selects, not
@@ -32,10 +35,14 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from cuvil_kernels_cpu.kernels.isa import MR, NV
+from cuvil_kernels_cpu.kernels.isa import B_PREFETCH, MR, NV
 
 RES_BEFORE = 1
 RES_AFTER = 2
+#: flags bit: prefetch B :data:`~cuvil_kernels_cpu.kernels.isa.B_PREFETCH` bytes ahead of the
+#: reads (a panel's first pass over weights that come from memory; later passes find them in
+#: cache, where the extra instruction and the lines fetched past the panel cost a little)
+B_AHEAD = 4
 
 _I32 = ir.IntType(32)
 _I64 = ir.IntType(64)
@@ -71,6 +78,16 @@ def _vstore(builder: ir.IRBuilder, value: ir.Value, base: ir.Value, index: ir.Va
 
 def _const(n: int) -> ir.Constant:
     return ir.Constant(_I64, n)
+
+
+def _prefetch(builder: ir.IRBuilder, ptr: ir.Value, locality: int) -> None:
+    """``llvm.prefetch`` (read, data) of the line at ``ptr``: a hint that never faults, so an
+    address past an array's end is harmless. ``locality`` 3 is ``prefetcht0`` (into L1), 2
+    ``prefetcht1`` (L2 and out)."""
+    i8p = _I8.as_pointer()
+    fn = _fn(builder, "llvm.prefetch.p0i8", ir.VoidType(), [i8p, _I32, _I32, _I32])
+    at = builder.bitcast(ptr, i8p)
+    builder.call(fn, [at, ir.Constant(_I32, 0), ir.Constant(_I32, locality), ir.Constant(_I32, 1)])
 
 
 def _k_loop(
@@ -212,10 +229,15 @@ def _tile_f32(nv: int, masked: bool = False, mr: int = MR, segmented: bool = Fal
         rows = [builder.mul(_const(i), lda_v) for i in range(mr)]
 
         seg = [_const(0), _const(0)]  # (A offset, B row) of the current segment
+        ahead = [False]  # whether the loop being emitted prefetches B (flags & B_AHEAD)
 
         def body(p: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
             boff = builder.mul(builder.add(seg[1], p), ldb_v)
             bv = [_vload(builder, b0, builder.add(boff, _const(16 * j)), _VF) for j in range(nv)]
+            if ahead[0]:
+                for j in range(nv):
+                    at = builder.add(boff, _const(B_PREFETCH // 4 + 16 * j))
+                    _prefetch(builder, builder.gep(b0, [at]), 3)
             ap = builder.add(seg[0], p)
             new = []
             for i in range(mr):
@@ -237,10 +259,20 @@ def _tile_f32(nv: int, masked: bool = False, mr: int = MR, segmented: bool = Fal
                     for i in range(mr) for j in range(nv)]  # fmt: skip
 
         start = _when(builder, builder.icmp_signed("!=", init_i, _const(0)), start, load_init)
-        if segmented:
-            acc = _k_loop(builder, args[14], mr * nv, _VF, segment, start)
+
+        def k_loops(vals: list[ir.Value]) -> list[ir.Value]:
+            if segmented:
+                return _k_loop(builder, args[14], mr * nv, _VF, segment, vals)
+            return _k_loop(builder, k_v, mr * nv, _VF, body, vals)
+
+        if B_PREFETCH:  # two loops, one run: with the prefetch where the caller asks for it
+            on = builder.icmp_signed("!=", builder.and_(fl, _const(B_AHEAD)), _const(0))
+            ahead[0] = True
+            acc = _when(builder, on, start, k_loops)
+            ahead[0] = False
+            acc = _when(builder, builder.not_(on), acc, k_loops)
         else:
-            acc = _k_loop(builder, k_v, mr * nv, _VF, body, start)
+            acc = k_loops(start)
         bias0 = builder.inttoptr(bias_i, fp)
         bvec = [_vload(builder, bias0, _const(16 * j), _VF) for j in range(nv)]
         v = [builder.fadd(acc[i * nv + j], bvec[j]) for i in range(mr) for j in range(nv)]
@@ -322,11 +354,7 @@ def prefetch_l2(typingctx, addr):  # type: ignore[no-untyped-def]
     a hint, never a fault, so an address past an array's end is harmless."""
 
     def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        ptr_t = _I8.as_pointer()
-        fn = _fn(builder, "llvm.prefetch.p0i8", ir.VoidType(), [ptr_t, _I32, _I32, _I32])
-        ptr = builder.inttoptr(args[0], ptr_t)
-        # read (0), locality 2 (keep in L2 and outer levels), data cache (1)
-        builder.call(fn, [ptr, ir.Constant(_I32, 0), ir.Constant(_I32, 2), ir.Constant(_I32, 1)])
+        _prefetch(builder, builder.inttoptr(args[0], _I8.as_pointer()), 2)
         return context.get_dummy_value()
 
     return types.void(types.intp), codegen

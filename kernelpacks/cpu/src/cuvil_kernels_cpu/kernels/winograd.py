@@ -27,7 +27,7 @@ import numpy as np
 from cuvil_kernels_cpu.kernels import mathf
 from cuvil_kernels_cpu.kernels.atomics import grab
 from cuvil_kernels_cpu.kernels.isa import MR, NR, kernel
-from cuvil_kernels_cpu.kernels.microkernel import keep_alive, tile_f32
+from cuvil_kernels_cpu.kernels.microkernel import B_AHEAD, keep_alive, tile_f32
 from cuvil_kernels_cpu.kernels.winograd_lanes import at_lanes, at_store_lanes, bt_lanes
 
 M_OUT = 4
@@ -221,8 +221,9 @@ def winograd_conv(x, u, bias, res, out, pads, lo, hi, act, res_mode, tb, pg, wor
                 for rt in range(rows):
                     a_addr = v[xi].ctypes.data + rt * MR * c * 4
                     c_addr = mm[xi].ctypes.data + (rt * MR * opad + p * NR) * 4
+                    # the panel's first pass reads it from memory at batch 1: ask ahead
                     tile_f32(a_addr, c, b_addr, NR, c, c_addr, opad, zb, zb, 0,
-                             _NEG_INF, _POS_INF, 0, 0)  # fmt: skip
+                             _NEG_INF, _POS_INF, B_AHEAD if rt == 0 else 0, 0)  # fmt: skip
         # 3. output transform, bias and epilogue: Y = A^T M A, 16 channels per lane call: over
         # the six rows of M (the item's output channels), then over the columns of each result
         for t in range(nt):
