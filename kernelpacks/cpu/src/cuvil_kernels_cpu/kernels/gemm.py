@@ -31,7 +31,7 @@ import numpy as np
 
 from cuvil_kernels_cpu.kernels import mathf
 from cuvil_kernels_cpu.kernels.atomics import grab
-from cuvil_kernels_cpu.kernels.isa import MR, NR, NV, kernel, l1d_bytes, serial_kernel
+from cuvil_kernels_cpu.kernels.isa import K_CHUNKS, MR, NR, NV, kernel, l1d_bytes, serial_kernel
 from cuvil_kernels_cpu.kernels.microkernel import (
     B_AHEAD,
     RES_AFTER,
@@ -77,7 +77,9 @@ def k_block(k: int, l1: int | None = None, nr: int = NR) -> int:
     128): with the next chunk prefetched, 16-20 % faster single-threaded than one pass and
     11-18 % on two threads with weights not in cache, and ``kc`` 192 or 256 (48 and 64 KiB)
     gave back most of it. On an AMD EPYC with 32 KiB of L1 (the rule gives 0 there) K chunks of
-    64-256 without the prefetch measured 2-10 % slower (2026-12-02), so it stays off.
+    64-256 without the prefetch measured 2-10 % slower (2026-12-02), so it stays off; with
+    the AVX2 tile (``nr`` 16) the rule gives chunks, which :func:`plan_gemm` does not take
+    there (``isa.K_CHUNKS``).
     """
     l1 = l1d_bytes() if l1 is None else l1
     return 0 if k * nr * 4 <= l1 else equal_chunks(k, l1, nr)
@@ -160,14 +162,15 @@ def plan_items(m: int, k: int, npanels: int, threads: int, elem: int = 4,
 
 def plan_gemm(m: int, k: int, npanels: int, threads: int,
               l1: int | None = None) -> tuple[int, int, int]:  # fmt: skip
-    """``(mb, pg, kc)`` for :func:`conv_gemm`: :func:`plan_items` and :func:`k_block`, with
+    """``(mb, pg, kc)`` for :func:`conv_gemm`: :func:`plan_items` and :func:`k_block` (on hosts
+    where K chunks pay, ``isa.K_CHUNKS``), with
     items of at most ``L1 / (MR * NR * 4)`` row tiles where K is taken in chunks (32 on a
     48 KiB L1): an item's partial sums then stay near L1 between chunks, and a large layer
     makes more, smaller items for the threads to share. Measured on ResNet-50's 1x1 layers
     (2 threads, 2026-12-05, twice): 56x56 256 -> 64 0.52 -> 0.44 ms (131 -> 31 tiles an item),
     28x28 512 -> 128 0.51 -> 0.43 (33 -> 27), the others (at most 33 tiles) unchanged."""
     l1 = l1d_bytes() if l1 is None else l1
-    kc = k_block(k, l1)
+    kc = k_block(k, l1) if K_CHUNKS else 0
     cap = max(1, l1 // (MR * NR * 4)) if kc > 0 else 0
     mb, pg = plan_items(m, k, npanels, threads, max_tiles=cap)
     return mb, pg, kc

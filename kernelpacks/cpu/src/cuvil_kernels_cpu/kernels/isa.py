@@ -79,6 +79,13 @@ NR = NV * 16
 #: the batch-8 CNNs lost what batch 1 gained. Not measured with AVX-512 (256 bytes a k step
 #: there, so the same distance is another lead in time): off there.
 B_PREFETCH = 0 if HAS_AVX512 else 4096
+#: Whether the GEMM takes K in L1-sized chunks where a panel outgrows L1 (``gemm.k_block``).
+#: Measured with the AVX-512 tile on the Intel host: BERT-base's linear layers 11-18 % faster
+#: on two threads. With the 6 x 16 AVX2 tile on the AMD EPYC (Zen 2, 2026-12-07, the chunked
+#: layers of a model switched in one process, alternating): ResNet-50 b1's 13 such layers
+#: 15.23 -> 14.57 and 15.20 -> 14.67 ms without chunks, BERT-base's 141.0/140.1 against
+#: 139.4/141.0 ms (even), so there the whole K runs in one pass.
+K_CHUNKS = HAS_AVX512
 #: int8 tile (u8 x s8 -> i32): same register shape.
 MR_I8 = 6
 NV_I8 = 4 if HAS_AVX512 else 1
