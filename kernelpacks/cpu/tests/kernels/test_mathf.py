@@ -61,3 +61,17 @@ def test_the_activation_of_a_16_column_tile_is_vectorized() -> None:
     asm = tile.inspect_asm(tile.signatures[0])
     packed = re.findall(r"\bv\w+ps\s+.*%[yz]mm", asm)
     assert len(packed) >= 100, len(packed)
+
+
+def test_the_gelu_loop_stores_every_lane() -> None:
+    """A final ``x if x != x else y`` (y is NaN there anyway) let LLVM store only the lanes
+    that change: with AVX2 that is ``vmaskmovps``, slow on AMD Zen 2 (GELU 4.06 -> 3.03 ns a
+    value in GEMM tiles without it). NaN in, NaN out all the same (the specials test above)."""
+
+    @numba.njit(nogil=True)
+    def tile(a: np.ndarray) -> None:
+        mathf.activate_block(a, 0, 6, 0, 16, a, mathf.ACT_GELU, False)
+
+    tile(np.zeros((6, 16), np.float32))
+    asm = tile.inspect_asm(tile.signatures[0])
+    assert not re.search(r"\bvmaskmovps\s+%ymm\d+, %ymm\d+, \(", asm)
