@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numba
 import numpy as np
 import pytest
 from cuvil_kernels_cpu.kernels import gemm, mathf
@@ -124,3 +125,30 @@ def test_plan_gemm_caps_items_where_k_is_chunked(m: int, k: int, npanels: int) -
         tiles = -(-m // MR)
         items = -(-tiles // mb) * -(-npanels // pg)
         assert items >= min(4, tiles * npanels) and 1 <= pg <= npanels
+
+
+@numba.njit(error_model="numpy")
+def _gelu_then(z: np.ndarray, res: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
+    out = np.empty_like(z)
+    for i in range(z.size):
+        out.flat[i] = mathf.gelu_f32(z.flat[i]) + res.flat[i]
+    return out
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("m,n", [(21 * MR + 2, 2 * NR + 24), (5 * MR, 3 * NR), (MR - 1, NR)])
+def test_activation_over_every_stored_value_once(threads: int, m: int, n: int,
+                                                 rng: np.random.Generator) -> None:  # fmt: skip
+    """GELU with the residual after it equals the same GEMM without activation, then GELU and
+    the residual value by value: every element activated exactly once, whether per tile or over
+    an item's rows after its panels (gemm.DEFER_ACTIVATION), edge rows and a narrow last panel
+    included, with the items split among threads."""
+    k = 70
+    x = rng.standard_normal((1, 1, m, k)).astype(np.float32)
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    res = rng.standard_normal((1, 1, m, n)).astype(np.float32)
+    geom = np.array([1, 1, 1, 1, 0, 0, 1, 1], np.int64)
+    base = (x, w, geom, True, (1, 1, m, n), res, -np.inf, np.inf)
+    z = _run(*base, mathf.ACT_NONE, 0, 0, threads=threads)
+    got = _run(*base, mathf.ACT_GELU, RES_AFTER, 0, threads=threads)
+    np.testing.assert_array_equal(got, _gelu_then(z, res))
