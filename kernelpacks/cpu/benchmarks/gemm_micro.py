@@ -5,9 +5,14 @@
 Times :func:`cuvil_kernels_cpu.kernels.gemm.conv_gemm` (a linear layer: the input rows read in
 place), ONNX Runtime's MatMul of the same shape and, with ``--baseline``, another version of
 ``gemm.py`` (e.g. ``git show HEAD~1:kernelpacks/cpu/src/cuvil_kernels_cpu/kernels/gemm.py``
-saved to a file), interleaved in one process. One thread is timed with ``time.thread_time``
-(CPU time: robust to a loaded machine), two with wall-clock through the pack's team. Prints
-median and minimum ms and GFLOP/s per shape, and whether the two versions agree bit for bit.
+saved to a file), in one process, with the plan the lowering makes (``gemm.plan_gemm``). The
+candidates are timed in alternating blocks after a settle time (``cpu_vs_ort.interleaved``):
+ONNX Runtime's pool threads spin for a while after each of its runs, and timed call by call
+(the earlier loop here) they held the second core through the pack's next call, so its
+two-thread figures came out as its one-thread ones (measured on the AMD EPYC, 2026-12-07:
+M128 K3072 N768 7.2 ms on "two threads" against 4.3 for ORT). Two threads run through the
+pack's team with a full work array, as in a compiled model. Prints median ms and GFLOP/s per
+shape, and whether the two versions agree bit for bit.
 """
 
 from __future__ import annotations
@@ -16,7 +21,6 @@ import argparse
 import importlib.util
 import os
 import sys
-import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -57,9 +61,9 @@ def _ort_matmul(w: np.ndarray, m: int, threads: int) -> Any:
                                 providers=["CPUExecutionProvider"])  # fmt: skip
 
 
-def _k_block_arg(mod: ModuleType, k: int) -> tuple[int, ...]:
+def _k_block_arg(mod: ModuleType, kc: int) -> tuple[int, ...]:
     """``conv_gemm``'s K chunk argument, for versions that take one (``--baseline`` may not)."""
-    return (mod.k_block(k),) if hasattr(mod, "k_block") else ()
+    return (kc,) if hasattr(mod, "k_block") else ()
 
 
 def _runner(mod: ModuleType, kargs: tuple[Any, ...], threads: int, team: Any) -> Callable[[], None]:
@@ -80,7 +84,8 @@ def _runner(mod: ModuleType, kargs: tuple[Any, ...], threads: int, team: Any) ->
 
 
 def main() -> None:
-    from cuvil_kernels_cpu.kernels import gemm
+    from cpu_vs_ort import interleaved
+    from cuvil_kernels_cpu.kernels import atomics, gemm
     from cuvil_kernels_cpu.team import Team
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -102,9 +107,9 @@ def main() -> None:
         bias = gemm.pack_bias(rng.standard_normal(n).astype(np.float32), 1, n)
         res = np.zeros((1, 1, 1, 1), np.float32)
         outs = {name: np.empty((1, 1, m, n), np.float32) for name in mods}
-        work = np.zeros(1, np.int64)
+        work = np.zeros(atomics.WORDS, np.int64)
         for threads in (1, 2):
-            mb, pg = gemm.plan_items(m, k, wp.shape[1], threads)
+            mb, pg, kc = gemm.plan_gemm(m, k, wp.shape[1], threads)
             sess = _ort_matmul(w, m, threads)
             feed = {"x": x.reshape(m, k)}
 
@@ -112,28 +117,18 @@ def main() -> None:
                 name: _runner(
                     mod,
                     (x, wp, bias, res, outs[name], geom, -inf, inf, 0, 0, True, mb, pg,
-                     *_k_block_arg(mod, k), work),
+                     *_k_block_arg(mod, kc), work),
                     threads,
                     team,
                 )
                 for name, mod in mods.items()
             }
             cands["ort"] = lambda sess=sess, feed=feed: sess.run(None, feed)
-            for f in cands.values():
-                f()
-                f()
-            clock = time.thread_time if threads == 1 else time.perf_counter
-            times: dict[str, list[float]] = {name: [] for name in cands}
-            for _ in range(args.reps):
-                for name, f in cands.items():
-                    t0 = clock()
-                    f()
-                    times[name].append(clock() - t0)
+            times = interleaved(cands, args.reps, block=2)
             line = f"M{m} K{k} N{n} threads={threads}:"
-            for name, ts in times.items():
-                med = float(np.median(ts))
+            for name, med in times.items():
                 gflops = 2 * m * k * n / med / 1e9
-                line += f"  {name} {med * 1e3:.3f}/{min(ts) * 1e3:.3f} ms {gflops:.0f} GF/s"
+                line += f"  {name} {med * 1e3:.3f} ms {gflops:.0f} GF/s"
             if "old" in outs:
                 line += "  same" if np.array_equal(outs["old"], outs["new"]) else "  DIFFER"
             print(line, flush=True)
