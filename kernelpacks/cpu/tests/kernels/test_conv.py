@@ -100,7 +100,7 @@ def test_fused_depthwise_epilogues_on_border_and_interior(
 
 
 def test_layout_kernels_and_pad_are_exact_copies() -> None:
-    from cuvil_kernels_cpu.kernels import gemm, layout
+    from cuvil_kernels_cpu.kernels import gather, layout
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 3, 5, 7)).astype(np.float32)
@@ -111,7 +111,7 @@ def test_layout_kernels_and_pad_are_exact_copies() -> None:
     layout.nhwc_to_nchw(nhwc, back, np.zeros(1, np.int64))
     np.testing.assert_array_equal(back, x)
     padded = np.full((2, 8, 11, 3), np.nan, np.float32)
-    gemm.pad_nhwc(nhwc, padded, 1, 2, np.zeros(1, np.int64))
+    gather.pad_nhwc(nhwc, padded, 1, 2, np.zeros(1, np.int64))
     want = np.zeros((2, 8, 11, 3), np.float32)
     want[:, 1:6, 2:9] = nhwc
     np.testing.assert_array_equal(padded, want)

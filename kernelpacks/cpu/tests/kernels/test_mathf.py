@@ -48,17 +48,22 @@ def test_gelu_absolute_error_and_specials() -> None:
     assert out[0] == np.inf and np.isnan(out[1]) and np.isnan(out[2]) and out[3] == 0
 
 
+@numba.njit(nogil=True)
+def _gelu_tile(a):  # type: ignore[no-untyped-def]
+    mathf.activate_block(a, 0, 6, 0, 16, a, mathf.ACT_GELU, False)
+
+
+def _gelu_tile_asm() -> str:
+    """The compiled GELU of a 6 x 16 tile (a GEMM tile without AVX-512), as assembly."""
+    _gelu_tile(np.zeros((6, 16), np.float32))
+    return str(_gelu_tile.inspect_asm(_gelu_tile.signatures[0]))
+
+
 def test_the_activation_of_a_16_column_tile_is_vectorized() -> None:
     """Inlined with a constant 16 columns (a GEMM tile without AVX-512), the GELU loop is still
     put in vector registers (vectors.opaque_count): when LLVM unrolled it first, the compiled
     block had 10 packed vector instructions and 2517 scalar ones, and ran 5x slower."""
-
-    @numba.njit(nogil=True)
-    def tile(a: np.ndarray) -> None:
-        mathf.activate_block(a, 0, 6, 0, 16, a, mathf.ACT_GELU, False)
-
-    tile(np.zeros((6, 16), np.float32))
-    asm = tile.inspect_asm(tile.signatures[0])
+    asm = _gelu_tile_asm()
     packed = re.findall(r"\bv\w+ps\s+.*%[yz]mm", asm)
     assert len(packed) >= 100, len(packed)
 
@@ -67,11 +72,5 @@ def test_the_gelu_loop_stores_every_lane() -> None:
     """A final ``x if x != x else y`` (y is NaN there anyway) let LLVM store only the lanes
     that change: with AVX2 that is ``vmaskmovps``, slow on AMD Zen 2 (GELU 4.06 -> 3.03 ns a
     value in GEMM tiles without it). NaN in, NaN out all the same (the specials test above)."""
-
-    @numba.njit(nogil=True)
-    def tile(a: np.ndarray) -> None:
-        mathf.activate_block(a, 0, 6, 0, 16, a, mathf.ACT_GELU, False)
-
-    tile(np.zeros((6, 16), np.float32))
-    asm = tile.inspect_asm(tile.signatures[0])
+    asm = _gelu_tile_asm()
     assert not re.search(r"\bvmaskmovps\s+%ymm\d+, %ymm\d+, \(", asm)

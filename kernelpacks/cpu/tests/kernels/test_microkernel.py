@@ -59,7 +59,9 @@ def test_tile_f32_prefetching_ahead_gives_the_same_bits(rng: np.random.Generator
 
 
 @pytest.mark.skipif(B_PREFETCH == 0, reason="the B prefetch is off on this host (isa.B_PREFETCH)")
-def test_tile_f32_emits_the_prefetch_where_it_is_on() -> None:
+def test_tile_f32_emits_the_prefetch_where_it_is_on(rng: np.random.Generator) -> None:
+    a, b, bias, res = _f32_case(rng, 8)
+    _run_f32(a, b, np.empty((MR, NR), np.float32), bias, res, np.float32(-1), np.float32(1), 0)
     asm = _run_f32.inspect_asm(_run_f32.signatures[0])
     assert re.search(r"\bprefetcht0\b", asm), "the tile's B_AHEAD loop lost its prefetch"
 

@@ -74,10 +74,11 @@ NR = NV * 16
 #: inference then arrives from memory while the tile computes instead of at the pace of the
 #: hardware prefetcher. Measured on the AMD EPYC (Zen 2, 6 x 16 tile, 2 threads, 2026-12-07,
 #: Cuvil / ONNX Runtime interleaved, one process per variant, two of each): ResNet-50 b1
-#: 1.062, 1.066 -> 1.048, 1.031; BERT-base 1.035 -> 1.016; ResNet-18 b8 0.702 -> 0.703. On
-#: every pass instead, 2048 and 8192 bytes ahead were no better than 4096, and BERT-base and
-#: the batch-8 CNNs lost what batch 1 gained. Not measured with AVX-512 (256 bytes a k step
-#: there, so the same distance is another lead in time): off there.
+#: 1.062, 1.066 -> 1.048, 1.031; BERT-base 1.035 -> 1.016; ResNet-18 b8 0.702 -> 0.703. With
+#: the prefetch on every pass, 2048 and 8192 bytes ahead were no better than 4096, and a full
+#: benchmark run gave BERT-base 1.039 and ResNet-18/50 b8 0.765/1.008 against 1.018 and
+#: 0.734/0.987 without any prefetch. Not measured with AVX-512 (256 bytes a k step there, so
+#: the same distance is another lead in time): off there.
 B_PREFETCH = 0 if HAS_AVX512 else 4096
 #: Whether the GEMM takes K in L1-sized chunks where a panel outgrows L1 (``gemm.k_block``).
 #: Measured with the AVX-512 tile on the Intel host: BERT-base's linear layers 11-18 % faster

@@ -54,7 +54,7 @@ def pad_from_nchw(x, out, pt, pl, work):  # type: ignore[no-untyped-def]
     """out = the NCHW ``x`` stored NHWC and zero-padded by ``pt`` rows on top and ``pl`` columns
     on the left (up to out's size at the bottom and right): the layout step and the padding of
     a direct convolution's input in one pass (:func:`nchw_to_nhwc` then
-    :func:`cuvil_kernels_cpu.kernels.gemm.pad_nhwc`). Rows (n, y) of out are the items."""
+    :func:`cuvil_kernels_cpu.kernels.gather.pad_nhwc`). Rows (n, y) of out are the items."""
     n, c, h, w = x.shape
     hp, wp = out.shape[1], out.shape[2]
     n_items = n * hp

@@ -50,7 +50,7 @@ def check(node: Node, cx: CheckContext) -> str | None:
 
 
 def lower(node: Node, cx: LowerContext) -> None:
-    from cuvil_kernels_cpu.kernels import depthwise, gemm
+    from cuvil_kernels_cpu.kernels import depthwise, gather, gemm
 
     a = node.attrs
     x, w = node.inputs[0], node.inputs[1]
@@ -138,7 +138,7 @@ def lower(node: Node, cx: LowerContext) -> None:
                 cx.steps.pop()
                 cx.add(layout.pad_from_nchw, [nchw], [xsrc], algo="pad", static=(p4[0], p4[1]))
             else:
-                cx.add(gemm.pad_nhwc, [xin], [xsrc], algo="pad", static=(p4[0], p4[1]))
+                cx.add(gather.pad_nhwc, [xin], [xsrc], algo="pad", static=(p4[0], p4[1]))
         rows, pgd = dk.plan_rows(n, oh, ow, k, npanels, threads)
         dgeom = np.array([kh, kw, stride[0], stride[1], dilation[0], *pads], np.int64)
         cx.add(dk.conv_direct, [xsrc, wpk, bb, res], [dst], algo="direct",
@@ -151,7 +151,7 @@ def lower(node: Node, cx: LowerContext) -> None:
         # Several panel groups would each gather the same rows: gather them once instead.
         cols = cx.fresh(f"{node.outputs[0].name}.cols")
         cx.new(cols, (1, 1, m, k), np.float32)
-        cx.add(gemm.im2col, [xin], [cx.reshaped(cols, (m, k))], algo="im2col-gather",
+        cx.add(gather.im2col, [xin], [cx.reshaped(cols, (m, k))], algo="im2col-gather",
                static=(geom, oh, ow))  # fmt: skip
         xin, geom, direct = cols, _GEOM_1X1, True
         cx.choices[node.outputs[0].name]["gathered_once"] = True
