@@ -13,7 +13,7 @@ import numpy as np
 
 from cuvil_kernels_cpu.kernels import mathf
 from cuvil_kernels_cpu.kernels.atomics import grab
-from cuvil_kernels_cpu.kernels.isa import kernel, serial_kernel
+from cuvil_kernels_cpu.kernels.isa import DW_NV, kernel, serial_kernel
 from cuvil_kernels_cpu.kernels.microkernel import (
     DW_PIX,
     RES_AFTER,
@@ -146,7 +146,11 @@ def depthwise_tiled(x, w, bias, res, out, geom, lo, hi, act, res_mode, work):  #
         w_row = w.ctypes.data + i0 * wrow * 4
         o_row = out.ctypes.data + ((b * oh + p) * ow * c) * 4
         r_row = res.ctypes.data + ((b * oh + p) * ow * c) * 4 if res_mode != 0 else o_row
-        for c0 in range(0, c, 64):
+        span = qb - qa
+        full = span // DW_PIX
+        tail = span - full * DW_PIX
+        cover = full > 0 and overlap  # the tail as one more (overlapping) full tile
+        for c0 in range(0, c, 64):  # one-pixel tiles: the border columns, a tail not covered
             nv = min(4, (c - c0) // 16)
             b_addr = bias.ctypes.data + c0 * 4
             if finite:
@@ -159,18 +163,21 @@ def depthwise_tiled(x, w, bias, res, out, geom, lo, hi, act, res_mode, work):  #
                           w_row + (j0 * c + c0) * 4, c, wrow, i1 - i0, j1 - j0, dh, dw,
                           o_row + pix_off, c, b_addr, r_row + pix_off, klo, khi, flags,
                           1)  # fmt: skip
-            span = qb - qa
-            full = span // DW_PIX
-            tail = span - full * DW_PIX
-            cover = full > 0 and overlap  # the tail as one more (overlapping) full tile
-            runs = ((qa, DW_PIX, full), (qb - DW_PIX, DW_PIX, 1 if tail and cover else 0),
-                    (qa + full * DW_PIX, 1, 0 if cover else tail))  # fmt: skip
-            for q, pix, count in runs:
+            if tail and not cover:
+                q = qa + full * DW_PIX
+                pix_off = (q * c + c0) * 4
+                _tile(1, nv, x_row + (q * sw * c + c0) * 4, xrow, sw * c, w_row + c0 * 4, c,
+                      wrow, i1 - i0, kw, dh, dw, o_row + pix_off, c, b_addr, r_row + pix_off,
+                      klo, khi, flags, tail)  # fmt: skip
+        for c0 in range(0, c, 16 * DW_NV):  # runs of DW_PIX pixels, DW_NV vectors wide
+            nv = min(DW_NV, (c - c0) // 16)
+            b_addr = bias.ctypes.data + c0 * 4
+            for q, count in ((qa, full), (qb - DW_PIX, 1 if tail and cover else 0)):
                 if count == 0:
                     continue
                 pix_off = (q * c + c0) * 4
-                _tile(pix, nv, x_row + (q * sw * c + c0) * 4, xrow, sw * c, w_row + c0 * 4, c,
-                      wrow, i1 - i0, kw, dh, dw, o_row + pix_off, c, b_addr, r_row + pix_off,
+                _tile(DW_PIX, nv, x_row + (q * sw * c + c0) * 4, xrow, sw * c, w_row + c0 * 4,
+                      c, wrow, i1 - i0, kw, dh, dw, o_row + pix_off, c, b_addr, r_row + pix_off,
                       klo, khi, flags, count)  # fmt: skip
         if post:
             q_from, q_to = (0, ow) if finite else (qa, qb)

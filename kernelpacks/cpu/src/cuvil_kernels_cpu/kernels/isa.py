@@ -87,6 +87,13 @@ B_PREFETCH = 0 if HAS_AVX512 else 4096
 #: 15.23 -> 14.57 and 15.20 -> 14.67 ms without chunks, BERT-base's 141.0/140.1 against
 #: 139.4/141.0 ms (even), so there the whole K runs in one pass.
 K_CHUNKS = HAS_AVX512
+#: Channel vectors (16 lanes) of the depthwise kernel's six-pixel tile. Six pixels x four vectors
+#: are 24 zmm registers with AVX-512, 48 ymm without: spilled. Measured with AVX2 on the AMD
+#: EPYC (Zen 2, 2026-12-07, one thread, MobileNetV2's layers, hot): 56x56x144 0.305 ms with
+#: four vectors, 0.248 with two, 0.209 with one; 112x112x96 stride 2 0.289 / 0.279 / 0.253.
+#: One-pixel tiles (borders, short rows: 7x7x960 was 0.030 ms with four, 0.047 with one) keep
+#: four vectors (8 ymm).
+DW_NV = 4 if HAS_AVX512 else 1
 #: int8 tile (u8 x s8 -> i32): same register shape.
 MR_I8 = 6
 NV_I8 = 4 if HAS_AVX512 else 1
