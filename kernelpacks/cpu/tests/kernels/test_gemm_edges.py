@@ -1,4 +1,5 @@
-"""The last rows of a GEMM output (M not a multiple of MR) on tiles of exactly that many rows."""
+"""The last rows of a GEMM output (M not a multiple of MR) on tiles of exactly that many rows,
+and the last 8 columns of a panel on the 8-lane tile."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from conftest import reduction_bound
 from cuvil_kernels_cpu.kernels.gemm import tile_edge
 from cuvil_kernels_cpu.kernels.isa import MR, NR
-from cuvil_kernels_cpu.kernels.microkernel import tile_f32
+from cuvil_kernels_cpu.kernels.microkernel import RES_BEFORE, tile_f32, tile_f32_half
 from helpers import both
 
 from cuvil_ref.ir.builder import GraphBuilder
@@ -27,6 +28,33 @@ def _full(a, b, c, bias):  # type: ignore[no-untyped-def]
     inf = np.float32(np.inf)
     tile_f32(a.ctypes.data, a.shape[1], b.ctypes.data, NR, a.shape[1], c.ctypes.data, NR,
              bias.ctypes.data, bias.ctypes.data, 0, -inf, inf, 0, 0)  # fmt: skip
+
+
+@numba.njit
+def _tiles(a, b, c, bias, res, lo, hi, flags, half):  # type: ignore[no-untyped-def]
+    args = (a.ctypes.data, a.shape[1], b.ctypes.data, b.shape[1], a.shape[1], c.ctypes.data,
+            c.shape[1], bias.ctypes.data, res.ctypes.data, res.shape[1], lo, hi, flags, 0)
+    if half:
+        tile_f32_half(*args)
+    else:
+        tile_f32(*args)
+
+
+def test_half_tile_gives_the_full_tiles_first_eight_columns(rng: np.random.Generator) -> None:
+    """Same FMA chain per column, same epilogue (bias, residual, clamp): equal bits; the 8-lane
+    tile writes 8 columns only."""
+    k = 53
+    a = rng.standard_normal((MR, k)).astype(np.float32)
+    b = rng.standard_normal((k, NR)).astype(np.float32)
+    bias = rng.standard_normal(NR).astype(np.float32)
+    res = rng.standard_normal((MR, NR)).astype(np.float32)
+    lo, hi = np.float32(-4.0), np.float32(3.0)
+    want = np.empty((MR, NR), np.float32)
+    _tiles(a, b, want, bias, res, lo, hi, RES_BEFORE, False)
+    got = np.full((MR, NR), 7.0, np.float32)
+    _tiles(a, b, got, bias, res, lo, hi, RES_BEFORE, True)
+    assert np.array_equal(got[:, :8], want[:, :8])
+    assert (got[:, 8:] == 7.0).all()
 
 
 @pytest.mark.parametrize("nrows", range(1, MR))
@@ -61,7 +89,7 @@ def _fused_linear(m: int, k: int, n: int, act: str, order: str,
 
 
 @pytest.mark.parametrize("m", [1, 5, 2 * MR + 1, 21 * MR + 2, 3 * MR + 4])
-@pytest.mark.parametrize("n", [2 * NR, NR + 6])
+@pytest.mark.parametrize("n", [2 * NR, NR + 6, NR + 8])
 @pytest.mark.parametrize(
     "act,order",
     [("relu", "residual_then_activation"), ("gelu", "activation_then_residual"),

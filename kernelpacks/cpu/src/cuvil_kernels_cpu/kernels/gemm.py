@@ -42,6 +42,7 @@ from cuvil_kernels_cpu.kernels.microkernel import (
     tile_f32_2,
     tile_f32_3,
     tile_f32_4,
+    tile_f32_half,
     tile_f32_masked_1,
     tile_f32_masked_2,
     tile_f32_masked_3,
@@ -69,6 +70,12 @@ L2_BLOCK = 1 << 20
 #: item's rows are then in L2, which GELU's arithmetic does not notice. With AVX-512 (64-column
 #: tiles) the per-tile order stays: the two were not compared there.
 DEFER_ACTIVATION = NV == 1
+
+#: Whether a panel's last 8 columns (``O = 24``: MobileNetV2's projections) run on an 8-lane
+#: tile stored unmasked (``microkernel.tile_f32_half``) rather than the 16-lane tile with half
+#: its lanes masked off. Only with the 16-column AVX2 tile (not measured with AVX-512, whose
+#: masked stores are cheap).
+HALF_TAIL = NV == 1
 
 #: Smallest K chunk worth a pass of its own: below it the partial sums' extra loads and stores
 #: and the tile's call cost outweigh what L1 saves.
@@ -394,6 +401,9 @@ def conv_gemm(x, wp, bias, res, out, geom, lo, hi, act, res_mode, direct, mb, pg
                     if ncols == nv * 16:
                         tile_nv(nv, a_tile, k, b_addr, NR, k, c_addr, o, bias_addr, r_addr, o,
                                 klo, khi, fl, 0)  # fmt: skip
+                    elif HALF_TAIL and ncols == 8:
+                        tile_f32_half(a_tile, k, b_addr, NR, k, c_addr, o, bias_addr, r_addr, o,
+                                      klo, khi, fl, 0)  # fmt: skip
                     else:
                         tile_nv_masked(nv, a_tile, k, b_addr, NR, k, c_addr, o, bias_addr, r_addr,
                                        o, klo, khi, fl, ncols - (nv - 1) * 16)  # fmt: skip

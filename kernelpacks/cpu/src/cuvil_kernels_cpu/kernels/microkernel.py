@@ -63,7 +63,8 @@ def _fn(builder: ir.IRBuilder, name: str, ret: ir.Type, args: list[ir.Type]) -> 
 def _splat(builder: ir.IRBuilder, scalar: ir.Value, vtype: ir.VectorType) -> ir.Value:
     undef = ir.Constant(vtype, ir.Undefined)
     one = builder.insert_element(undef, scalar, ir.Constant(_I32, 0))
-    return builder.shuffle_vector(one, undef, ir.Constant(_VI, [0] * 16))
+    zeros = ir.Constant(ir.VectorType(_I32, vtype.count), [0] * vtype.count)
+    return builder.shuffle_vector(one, undef, zeros)
 
 
 def _vload(builder: ir.IRBuilder, base: ir.Value, index: ir.Value, vtype: ir.VectorType) -> Any:
@@ -186,15 +187,20 @@ def _residual_clamp(builder: ir.IRBuilder, v: list[ir.Value], add_res: Any, lo: 
         return builder.icmp_signed("!=", builder.and_(flags, _const(bit)), _const(0))
 
     v = _when(builder, has(RES_BEFORE), v, add_res)
-    lo_s, hi_s = _splat(builder, lo, _VF), _splat(builder, hi, _VF)
+    lo_s, hi_s = _splat(builder, lo, v[0].type), _splat(builder, hi, v[0].type)
     v = [builder.select(builder.fcmp_ordered("<", x, lo_s), lo_s, x) for x in v]
     v = [builder.select(builder.fcmp_ordered(">", x, hi_s), hi_s, x) for x in v]
     return _when(builder, has(RES_AFTER), v, add_res)
 
 
-def _tile_f32(nv: int, masked: bool = False, mr: int = MR, segmented: bool = False) -> Any:
+def _tile_f32(nv: int, masked: bool = False, mr: int = MR, segmented: bool = False,
+              lanes: int = 16) -> Any:  # fmt: skip
     """The float32 tile intrinsic with ``nv`` 16-lane column vectors (1 to 4) and ``mr`` rows
     (``MR``; fewer for the last rows of an output, so they are not computed in vain).
+
+    ``lanes`` 8 (with ``nv`` 1): one 8-lane vector of columns, the last 8 columns of a panel
+    without AVX-512 (``O = 24`` is a 16-column panel and this), where the 16-lane tile would
+    compute twice the columns and store them masked (``vmaskmovps``, slow on Zen 2).
 
     ``masked``: one more argument, ``tail`` (1 to 16): only the first ``tail`` lanes of the
     last column vector are read from ``res`` and stored to ``c`` (AVX-512 masked moves), so a
@@ -205,6 +211,7 @@ def _tile_f32(nv: int, masked: bool = False, mr: int = MR, segmented: bool = Fal
     rows), the accumulators kept in registers throughout -- a direct convolution's kernel rows
     in one call (``sa`` the input's row pitch) instead of one call per kernel row."""
 
+    assert lanes == 16 or (nv == 1 and not masked and not segmented)
     ip, f4 = types.intp, types.float32
     args_t = (ip, ip, ip, ip, ip, ip, ip, ip, ip, ip, f4, f4, ip, ip)
 
@@ -225,7 +232,8 @@ def _tile_f32(nv: int, masked: bool = False, mr: int = MR, segmented: bool = Fal
         mask = _lane_mask(builder, args[14]) if masked else None
         fp = _F32.as_pointer()
         a0, b0 = builder.inttoptr(a_i, fp), builder.inttoptr(b_i, fp)
-        fma = _fn(builder, "llvm.fma.v16f32", _VF, [_VF, _VF, _VF])
+        vt = ir.VectorType(_F32, lanes)
+        fma = _fn(builder, f"llvm.fma.v{lanes}f32", vt, [vt, vt, vt])
         rows = [builder.mul(_const(i), lda_v) for i in range(mr)]
 
         seg = [_const(0), _const(0)]  # (A offset, B row) of the current segment
@@ -233,7 +241,7 @@ def _tile_f32(nv: int, masked: bool = False, mr: int = MR, segmented: bool = Fal
 
         def body(p: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
             boff = builder.mul(builder.add(seg[1], p), ldb_v)
-            bv = [_vload(builder, b0, builder.add(boff, _const(16 * j)), _VF) for j in range(nv)]
+            bv = [_vload(builder, b0, builder.add(boff, _const(16 * j)), vt) for j in range(nv)]
             if ahead[0]:
                 for j in range(nv):
                     at = builder.add(boff, _const(B_PREFETCH // 4 + 16 * j))
@@ -242,28 +250,28 @@ def _tile_f32(nv: int, masked: bool = False, mr: int = MR, segmented: bool = Fal
             new = []
             for i in range(mr):
                 s = builder.load(builder.gep(a0, [builder.add(rows[i], ap)]), align=4)
-                av = _splat(builder, s, _VF)
+                av = _splat(builder, s, vt)
                 new.extend(builder.call(fma, [av, bv[j], accs[i * nv + j]]) for j in range(nv))
             return new
 
         def segment(q: ir.Value, accs: list[ir.Value]) -> list[ir.Value]:
             seg[0], seg[1] = builder.mul(q, args[15]), builder.mul(q, k_v)
-            return _k_loop(builder, k_v, mr * nv, _VF, body, accs)
+            return _k_loop(builder, k_v, mr * nv, vt, body, accs)
 
-        zero = ir.Constant(_VF, None)
+        zero = ir.Constant(vt, None)
         start = [zero] * (mr * nv)
         init0 = builder.inttoptr(init_i, fp)
 
         def load_init(vals: list[ir.Value]) -> list[ir.Value]:
-            return [_vload(builder, init0, _const(i * 16 * NV + 16 * j), _VF)
+            return [_vload(builder, init0, _const(i * 16 * NV + 16 * j), vt)
                     for i in range(mr) for j in range(nv)]  # fmt: skip
 
         start = _when(builder, builder.icmp_signed("!=", init_i, _const(0)), start, load_init)
 
         def k_loops(vals: list[ir.Value]) -> list[ir.Value]:
             if segmented:
-                return _k_loop(builder, args[14], mr * nv, _VF, segment, vals)
-            return _k_loop(builder, k_v, mr * nv, _VF, body, vals)
+                return _k_loop(builder, args[14], mr * nv, vt, segment, vals)
+            return _k_loop(builder, k_v, mr * nv, vt, body, vals)
 
         if B_PREFETCH:  # two loops, one run: with the prefetch where the caller asks for it
             on = builder.icmp_signed("!=", builder.and_(fl, _const(B_AHEAD)), _const(0))
@@ -274,7 +282,7 @@ def _tile_f32(nv: int, masked: bool = False, mr: int = MR, segmented: bool = Fal
         else:
             acc = k_loops(start)
         bias0 = builder.inttoptr(bias_i, fp)
-        bvec = [_vload(builder, bias0, _const(16 * j), _VF) for j in range(nv)]
+        bvec = [_vload(builder, bias0, _const(16 * j), vt) for j in range(nv)]
         v = [builder.fadd(acc[i * nv + j], bvec[j]) for i in range(mr) for j in range(nv)]
         r0 = builder.inttoptr(res_i, fp)
 
@@ -287,7 +295,7 @@ def _tile_f32(nv: int, masked: bool = False, mr: int = MR, segmented: bool = Fal
                     if mask is not None and j == nv - 1:
                         rv = _masked_load(builder, r0, at, mask)
                     else:
-                        rv = _vload(builder, r0, at, _VF)
+                        rv = _vload(builder, r0, at, vt)
                     out.append(builder.fadd(vals[i * nv + j], rv))
             return out
 
@@ -315,6 +323,8 @@ tile_f32_masked_1 = _tile_f32(1, masked=True)
 tile_f32_masked_2 = _tile_f32(2, masked=True)
 tile_f32_masked_3 = _tile_f32(3, masked=True)
 tile_f32_masked_4 = _tile_f32(4, masked=True)
+#: MR rows of one 8-lane column vector (the last 8 columns of a panel, without AVX-512)
+tile_f32_half = _tile_f32(1, lanes=8)
 #: full-width tiles of 1 .. 5 rows (MR is 6 on every ISA), for the last rows of an output
 tile_f32_r1, tile_f32_r2, tile_f32_r3, tile_f32_r4, tile_f32_r5 = (
     _tile_f32(NV, mr=r) for r in range(1, 6)
