@@ -99,25 +99,29 @@ def test_fused_depthwise_epilogues_on_border_and_interior(
     assert np.abs(got - want).max() <= reduction_bound(9, want)
 
 
-def test_layout_kernels_and_pad_are_exact_copies() -> None:
+@pytest.mark.parametrize("c", [3, 5])  # 3: the one-loop interleaving store
+def test_layout_kernels_and_pad_are_exact_copies(c: int) -> None:
     from cuvil_kernels_cpu.kernels import gather, layout
 
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((2, 3, 5, 7)).astype(np.float32)
-    nhwc = np.empty((2, 5, 7, 3), np.float32)
+    x = rng.standard_normal((2, c, 5, 7)).astype(np.float32)
+    nhwc = np.empty((2, 5, 7, c), np.float32)
     layout.nchw_to_nhwc(x, nhwc, np.zeros(1, np.int64))
     np.testing.assert_array_equal(nhwc, x.transpose(0, 2, 3, 1))
     back = np.empty_like(x)
     layout.nhwc_to_nchw(nhwc, back, np.zeros(1, np.int64))
     np.testing.assert_array_equal(back, x)
-    padded = np.full((2, 8, 11, 3), np.nan, np.float32)
+    padded = np.full((2, 8, 11, c), np.nan, np.float32)
     gather.pad_nhwc(nhwc, padded, 1, 2, np.zeros(1, np.int64))
-    want = np.zeros((2, 8, 11, 3), np.float32)
+    want = np.zeros((2, 8, 11, c), np.float32)
     want[:, 1:6, 2:9] = nhwc
     np.testing.assert_array_equal(padded, want)
-    fused = np.full((2, 8, 11, 3), np.nan, np.float32)
+    fused = np.full((2, 8, 11, c), np.nan, np.float32)
     layout.pad_from_nchw(x, fused, 1, 2, np.zeros(1, np.int64))
     np.testing.assert_array_equal(fused, want)
+    cropped = np.full((2, 4, 6, c), np.nan, np.float32)  # the bottom and right cut off
+    layout.pad_from_nchw(x, cropped, 1, 2, np.zeros(1, np.int64))
+    np.testing.assert_array_equal(cropped, want[:, :4, :6])
 
 
 def test_a_network_input_is_transposed_straight_into_the_stem_padding(

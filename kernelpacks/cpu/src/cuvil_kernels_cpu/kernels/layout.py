@@ -5,12 +5,35 @@ innermost; for a network input (C = 3) that was measured at 0.18-0.2 ms for one 
 as long as a whole MobileNetV2 layer. Here an item is one row ``(n, y)``: the ``C`` source rows
 are read contiguously and the row is written with stride ``C`` (it stays in L1), and the rows
 are shared among the team's threads. Exact (a copy).
+
+Three channels (an RGB input) are stored by one loop writing all three of a pixel's values,
+which LLVM vectorizes as an interleaving store; a loop per channel, storing with stride 3, it
+did not: 0.110 against 0.036 ms for one padded 224x224 image (one thread, AMD EPYC Zen 2,
+2026-12-07).
 """
 
 from __future__ import annotations
 
 from cuvil_kernels_cpu.kernels.atomics import grab
-from cuvil_kernels_cpu.kernels.isa import kernel
+from cuvil_kernels_cpu.kernels.isa import kernel, serial_kernel
+
+
+@serial_kernel
+def _row_to_pixels(x, b, y, row):  # type: ignore[no-untyped-def]
+    """``row[i * C + ch] = x[b, ch, y, i]`` for the ``len(row) // C`` pixels of ``row``."""
+    c = x.shape[1]
+    n = len(row) // c
+    if c == 3:
+        s0, s1, s2 = x[b, 0, y], x[b, 1, y], x[b, 2, y]
+        for i in range(n):
+            row[3 * i] = s0[i]
+            row[3 * i + 1] = s1[i]
+            row[3 * i + 2] = s2[i]
+        return
+    for ch in range(c):
+        src = x[b, ch, y]
+        for i in range(n):
+            row[i * c + ch] = src[i]
 
 
 @kernel
@@ -24,11 +47,7 @@ def nchw_to_nhwc(x, out, work):  # type: ignore[no-untyped-def]
             break
         b = item // h
         y = item % h
-        row = out[b, y].reshape(w * c)
-        for ch in range(c):
-            src = x[b, ch, y]
-            for i in range(w):
-                row[i * c + ch] = src[i]
+        _row_to_pixels(x, b, y, out[b, y].reshape(w * c))
 
 
 @kernel
@@ -71,10 +90,7 @@ def pad_from_nchw(x, out, pt, pl, work):  # type: ignore[no-untyped-def]
         if 0 <= iy < h:
             for i in range(left * c):
                 row[i] = 0.0
-            for ch in range(c):
-                src = x[b, ch, iy]
-                for i in range(inner):
-                    row[(left + i) * c + ch] = src[i]
+            _row_to_pixels(x, b, iy, row[left * c : (left + inner) * c])
             for i in range((left + inner) * c, wp * c):
                 row[i] = 0.0
         else:
