@@ -38,7 +38,9 @@ def _run(x: np.ndarray, w_kn: np.ndarray, geom: np.ndarray, direct: bool, oshape
 
 @pytest.mark.parametrize("m", [MR, 5 * MR + 4, 21 * MR + 2])
 @pytest.mark.parametrize("n", [NR, 2 * NR + 24])
-@pytest.mark.parametrize("k,kc", [(300, 32), (256, 128), (129, 128), (97, 64)])
+# k = 2100: three panels exceed gemm.ROWS_OUTER_PANELS, so one pass goes panel by panel; the
+# others run each row tile across the panels (the same sums in another order)
+@pytest.mark.parametrize("k,kc", [(300, 32), (256, 128), (129, 128), (97, 64), (2100, 512)])
 @pytest.mark.parametrize(
     "act,res_mode,lo,hi",
     [(mathf.ACT_NONE, 0, -np.inf, np.inf), (mathf.ACT_NONE, RES_BEFORE, -0.5, 1.0),
