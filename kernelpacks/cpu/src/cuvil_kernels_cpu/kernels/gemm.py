@@ -78,8 +78,8 @@ DEFER_ACTIVATION = NV == 1
 #: the model's GEMM steps switched to a copy of the kernel in one process, alternating, three
 #: rounds against ORT: with every item across its panels, ResNet-50 b1 0.5-0.9 % faster but
 #: BERT-base 0.5-1.0 % slower (its FFN panels are 192 KiB each, so an item's panels do not
-#: stay in L2 across its row tiles).
-ROWS_OUTER = True
+#: stay in L2 across its row tiles). Not measured with AVX-512 (64-column panels): off there.
+ROWS_OUTER = NV == 1
 ROWS_OUTER_PANELS = 256 * 1024
 
 #: Whether a panel's last 8 columns (``O = 24``: MobileNetV2's projections) run on an 8-lane
